@@ -1,0 +1,115 @@
+"""sessionary: durable, branching, searchable sessions and working memory for LLM agents.
+
+Quick start::
+
+    from sessionary import Message, SessionManager
+
+    with SessionManager("sqlite:///chat.db") as manager:
+        chat = manager.create(name="support")
+        chat.append(Message.user("Where is my order?"))
+        print(chat.history())
+
+`SessionManager` and `Session` are synchronous; `AsyncSessionManager` and `AsyncSession`
+have the same methods, awaited.
+"""
+
+from sessionary._sync.manager import SessionManager
+from sessionary._sync.session import Session
+from sessionary._sync.stores.base import Store
+from sessionary._sync.stores.registry import open_store
+from sessionary.errors import (
+    AlreadyExists,
+    BackendNotInstalled,
+    Conflict,
+    HeadConflict,
+    InvalidId,
+    InvalidInput,
+    InvalidMessage,
+    InvalidPatch,
+    InvalidQuery,
+    InvalidURL,
+    MessageNotFound,
+    NotFound,
+    PayloadTooLarge,
+    SchemaError,
+    SessionaryError,
+    SessionNotFound,
+    StoreError,
+    StoreUnavailable,
+    Unsupported,
+    VersionConflict,
+)
+from sessionary.ids import new_id
+from sessionary.manager import AsyncSessionManager
+from sessionary.model import (
+    DataPart,
+    FilePart,
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from sessionary.records import (
+    ANY,
+    HEAD,
+    Page,
+    Scope,
+    SearchHit,
+    SessionInfo,
+    State,
+)
+from sessionary.session import AsyncSession
+from sessionary.stores.base import AsyncStore
+from sessionary.stores.registry import open_async_store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ANY",
+    "HEAD",
+    "AlreadyExists",
+    "AsyncSession",
+    "AsyncSessionManager",
+    "AsyncStore",
+    "BackendNotInstalled",
+    "Conflict",
+    "DataPart",
+    "FilePart",
+    "HeadConflict",
+    "InvalidId",
+    "InvalidInput",
+    "InvalidMessage",
+    "InvalidPatch",
+    "InvalidQuery",
+    "InvalidURL",
+    "Message",
+    "MessageNotFound",
+    "NotFound",
+    "Page",
+    "Part",
+    "PayloadTooLarge",
+    "ReasoningPart",
+    "SchemaError",
+    "Scope",
+    "SearchHit",
+    "Session",
+    "SessionInfo",
+    "SessionManager",
+    "SessionNotFound",
+    "SessionaryError",
+    "State",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "Unsupported",
+    "VersionConflict",
+    "__version__",
+    "new_id",
+    "open_async_store",
+    "open_store",
+]

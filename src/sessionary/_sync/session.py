@@ -1,0 +1,247 @@
+# This file was generated from src/sessionary/session.py by tools/async_to_sync.py.
+# Do not edit it: edit the source and run `python tools/async_to_sync.py`.
+"""A session: one conversation's message tree, head, state and search.
+
+`Session` is the source; `sessionary.Session` is its generated synchronous twin
+with the same method names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sessionary._sync.stores.base import Store
+from sessionary.errors import InvalidMessage, SessionNotFound
+from sessionary.ids import check_id
+from sessionary.model import Message, parse_message
+from sessionary.query import parse_query
+from sessionary.records import (
+    ANY,
+    HEAD,
+    Expected,
+    Parent,
+    Scope,
+    SearchHit,
+    SessionInfo,
+    State,
+    StateLevel,
+)
+from sessionary.stores._common import check_limit
+from sessionary.window import orphan_results, pair_safe_start
+
+__all__ = ["Session", "coerce_message"]
+
+
+def coerce_message(message: Message | Mapping[str, Any]) -> Message:
+    """Return `message` as a Message, parsing a mapping.
+
+    Raises:
+        InvalidMessage: If `message` is neither a Message nor a valid message mapping.
+    """
+    if isinstance(message, Message):
+        return message
+    if isinstance(message, Mapping):
+        return parse_message(message)
+    raise InvalidMessage(f"expected a Message or a mapping, not {type(message).__name__}")
+
+
+class Session:
+    """A handle on one stored session; it holds no messages itself.
+
+    Every method reads or writes the store, so several handles (in this process or
+    others) on the same session always agree.
+    """
+
+    def __init__(self, store: Store, scope: Scope, session_id: str) -> None:
+        self._store = store
+        self._scope = scope
+        self._id = check_id(session_id, "session id")
+
+    @property
+    def id(self) -> str:
+        """The session's id."""
+        return self._id
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._id!r}>"
+
+    def info(self) -> SessionInfo:
+        """Return the session's registry row.
+
+        Raises:
+            SessionNotFound: If the session was deleted.
+        """
+        found = self._store.get_session(self._scope, self._id)
+        if found is None:
+            raise SessionNotFound(f"no session {self._id!r} in this scope")
+        return found
+
+    # ------------------------------------------------------------------ writes
+
+    def append(
+        self,
+        message: Message | Mapping[str, Any],
+        *,
+        parent: Parent = HEAD,
+        expected_head: Expected = ANY,
+    ) -> Message:
+        """Append one message and make it the head; return it as stored.
+
+        Appending an id that is already stored changes nothing and returns the stored
+        message.
+
+        Args:
+            message: A Message, or a mapping in its JSON shape.
+            parent: `HEAD` (default) for after the head, `None` for a new root, or the id
+                of the message to answer (a new branch if it already has children).
+            expected_head: If given, the id the head must still have (None: empty), or
+                `HeadConflict` is raised and nothing is written.
+
+        Raises:
+            InvalidMessage: If the message is malformed.
+            MessageNotFound: If `parent` is not in this session.
+            HeadConflict: If `expected_head` no longer holds.
+        """
+        stored = self._store.append(
+            self._scope, self._id, [coerce_message(message)], parent, expected_head
+        )
+        return stored[0]
+
+    def append_all(
+        self,
+        messages: Iterable[Message | Mapping[str, Any]],
+        *,
+        parent: Parent = HEAD,
+        expected_head: Expected = ANY,
+    ) -> list[Message]:
+        """Append messages as a chain, atomically: all of them or none.
+
+        The first answers `parent`; each next one answers the one before. Arguments and
+        errors are those of `append`.
+        """
+        if isinstance(messages, Message | Mapping | str | bytes):
+            raise InvalidMessage("append_all takes an iterable of messages; use append for one")
+        batch = [coerce_message(m) for m in messages]
+        if not batch:
+            return []
+        return self._store.append(self._scope, self._id, batch, parent, expected_head)
+
+    def update(self, message: Message | Mapping[str, Any]) -> Message:
+        """Replace a stored message's parts and metadata (its role and place stay).
+
+        Raises:
+            MessageNotFound: If no message with that id is in this session.
+            InvalidMessage: If the message is malformed.
+        """
+        return self._store.update_message(self._scope, self._id, coerce_message(message))
+
+    def delete(self, message_id: str) -> list[str]:
+        """Delete a message and every message below it; return the deleted ids.
+
+        Deleting a whole subtree means no message is ever left with a missing parent.
+        If the head was among them, the head moves to the deleted message's parent.
+
+        Raises:
+            MessageNotFound: If no message with that id is in this session.
+        """
+        return self._store.delete_message(self._scope, self._id, message_id)
+
+    def clear(self) -> int:
+        """Delete every message of the session (state and registry row stay)."""
+        return self._store.clear_messages(self._scope, self._id)
+
+    def checkout(self, message_id: str | None) -> None:
+        """Move the head to `message_id`, for every process using this session.
+
+        Raises:
+            MessageNotFound: If no message with that id is in this session.
+        """
+        self._store.set_head(self._scope, self._id, message_id)
+
+    # ------------------------------------------------------------------ reads
+
+    def get_message(self, message_id: str) -> Message | None:
+        """Return one message, or None."""
+        return self._store.get_message(self._scope, self._id, message_id)
+
+    def head(self) -> Message | None:
+        """Return the head message, or None for an empty session."""
+        path = self._store.get_path(self._scope, self._id, None, 1)
+        return path[-1] if path else None
+
+    def history(self, leaf: str | None = None, limit: int | None = None) -> list[Message]:
+        """Return the path from the root to `leaf` (default: the head), oldest first.
+
+        With `limit`, return the most recent `limit` messages without reading the rest,
+        widened backwards where needed so that no tool result is shown without its call.
+
+        Raises:
+            MessageNotFound: If `leaf` is not in this session.
+        """
+        check_limit(limit)
+        window = self._store.get_path(self._scope, self._id, leaf, limit)
+        if limit is None:
+            return window
+        while orphan_results(window) and window[0].parent_id is not None:
+            earlier = self._store.get_path(
+                self._scope, self._id, window[0].parent_id, max(limit, 16)
+            )
+            combined = earlier + window
+            start = pair_safe_start(combined, len(earlier))
+            window = combined[start:]
+            if start > 0:
+                break
+        return window
+
+    def branches(self, message_id: str) -> list[Message]:
+        """Return the children of a message, oldest first.
+
+        Raises:
+            MessageNotFound: If no message with that id is in this session.
+        """
+        return self._store.get_children(self._scope, self._id, message_id)
+
+    def path_length(self, leaf: str | None = None) -> int:
+        """Return how many messages lie on the path from the root to `leaf` (or the head)."""
+        return self._store.get_path_length(self._scope, self._id, leaf)
+
+    def message_count(self) -> int:
+        """Return how many messages the session holds, on every branch."""
+        return (self.info()).message_count
+
+    def search(self, query: str, *, limit: int = 20, role: str | None = None) -> list[SearchHit]:
+        """Search this session's messages; see `sessionary.query` for the query language.
+
+        Raises:
+            InvalidQuery: If the query has nothing to match.
+            Unsupported: If the store has no full-text search.
+        """
+        parsed = parse_query(query)
+        return self._store.search(self._scope, parsed, limit, self._id, role)
+
+    # ------------------------------------------------------------------ state
+
+    def get_state(self, level: StateLevel = "session") -> State:
+        """Return the session's state, or its user's or app's with `level`."""
+        return self._store.get_state(self._scope, level, self._id)
+
+    def update_state(
+        self,
+        patch: Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+        level: StateLevel = "session",
+    ) -> State:
+        """Apply a JSON merge patch (a `None` value deletes the key); return the new state.
+
+        Args:
+            patch: The changes, as a JSON object.
+            expected_version: If given, the version the state must still have.
+            level: "session" (default), "user" or "app".
+
+        Raises:
+            InvalidPatch: If `patch` is not a JSON object.
+            VersionConflict: If `expected_version` no longer holds.
+        """
+        return self._store.update_state(self._scope, level, self._id, dict(patch), expected_version)

@@ -1,0 +1,154 @@
+# This file was generated from src/sessionary/stores/base.py by tools/async_to_sync.py.
+# Do not edit it: edit the source and run `python tools/async_to_sync.py`.
+"""The store protocol: the one seam between sessionary and a storage backend.
+
+Everything above a store (sessions, the manager, the CLI) is written once against this
+protocol. Every method takes the caller's `Scope` first and never touches data outside
+it. A backend that lacks a capability leaves its name out of `capabilities` and raises
+`Unsupported` from the methods that need it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from sessionary.model import Message
+from sessionary.query import Query
+from sessionary.records import (
+    Expected,
+    Page,
+    Parent,
+    Scope,
+    SearchHit,
+    SessionFilter,
+    SessionInfo,
+    SessionUpdate,
+    State,
+    StateLevel,
+)
+
+__all__ = ["SEARCH", "Store"]
+
+SEARCH = "search"
+"""Capability: full-text search over messages."""
+
+
+class Store(Protocol):
+    """What a backend implements; see the conformance suite for the exact behaviour."""
+
+    capabilities: frozenset[str]
+    max_message_bytes: int
+
+    def create_session(self, scope: Scope, info: SessionInfo) -> SessionInfo:
+        """Create a session; raise `AlreadyExists` if the id is taken in this scope."""
+        ...
+
+    def get_session(self, scope: Scope, session_id: str) -> SessionInfo | None:
+        """Return a session's row, or None."""
+        ...
+
+    def list_sessions(
+        self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
+    ) -> Page[SessionInfo]:
+        """Return sessions, most recently active first."""
+        ...
+
+    def update_session(self, scope: Scope, session_id: str, update: SessionUpdate) -> SessionInfo:
+        """Apply `update` to a session's row and return the new row."""
+        ...
+
+    def delete_session(self, scope: Scope, session_id: str) -> bool:
+        """Delete a session with its messages, state and search rows."""
+        ...
+
+    def append(
+        self,
+        scope: Scope,
+        session_id: str,
+        messages: Sequence[Message],
+        parent: Parent,
+        expected_head: Expected,
+    ) -> list[Message]:
+        """Append a chain of messages atomically; ids already stored are kept as they are."""
+        ...
+
+    def update_message(self, scope: Scope, session_id: str, message: Message) -> Message:
+        """Replace a stored message's parts and metadata."""
+        ...
+
+    def delete_message(self, scope: Scope, session_id: str, message_id: str) -> list[str]:
+        """Delete a message and its descendants; return the deleted ids."""
+        ...
+
+    def clear_messages(self, scope: Scope, session_id: str) -> int:
+        """Delete every message of a session; return how many."""
+        ...
+
+    def get_message(self, scope: Scope, session_id: str, message_id: str) -> Message | None:
+        """Return one message, or None."""
+        ...
+
+    def get_path(
+        self, scope: Scope, session_id: str, leaf: str | None, limit: int | None
+    ) -> list[Message]:
+        """Return the last `limit` messages of the root-to-`leaf` path (leaf None: the head)."""
+        ...
+
+    def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
+        """Return a message's children, oldest first."""
+        ...
+
+    def get_path_length(self, scope: Scope, session_id: str, leaf: str | None) -> int:
+        """Return the number of messages from the root to `leaf` (None: the head)."""
+        ...
+
+    def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
+        """Make `message_id` the session's head."""
+        ...
+
+    def page_messages(
+        self, scope: Scope, session_id: str, after: int, limit: int
+    ) -> tuple[list[Message], int]:
+        """Return messages in insertion order after position `after`, and the next position."""
+        ...
+
+    def search(
+        self,
+        scope: Scope,
+        query: Query,
+        limit: int,
+        session_id: str | None,
+        role: str | None,
+    ) -> list[SearchHit]:
+        """Return the best matches for `query`, best first."""
+        ...
+
+    def get_state(self, scope: Scope, level: StateLevel, session_id: str | None) -> State:
+        """Return a state document (empty with version 0 if never written)."""
+        ...
+
+    def update_state(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        patch: dict[str, Any],
+        expected_version: int | None,
+    ) -> State:
+        """Merge-patch a state document; raise `VersionConflict` on a stale version."""
+        ...
+
+    def import_session(
+        self,
+        scope: Scope,
+        info: SessionInfo,
+        messages: Sequence[Message],
+        state: State | None,
+    ) -> SessionInfo:
+        """Create a session whole: its row, its messages (parents first) and its state."""
+        ...
+
+    def close(self) -> None:
+        """Release the backend's connections."""
+        ...

@@ -1,0 +1,133 @@
+"""The error tree: every error sessionary raises derives from `SessionaryError`.
+
+```
+SessionaryError
+├── InvalidInput            the caller's mistake; nothing was changed (also a ValueError)
+│   ├── InvalidMessage      a message or part that does not validate
+│   ├── InvalidId           an id with forbidden characters, empty, or too long
+│   ├── InvalidQuery        a search query with nothing to match, or too long
+│   ├── InvalidURL          a store URL that names no known backend or is malformed
+│   ├── InvalidPatch        a state patch that is not a JSON object
+│   └── PayloadTooLarge     a message or state over the store's size limit
+├── NotFound                the thing asked for does not exist in this scope (also a LookupError)
+│   ├── SessionNotFound
+│   └── MessageNotFound
+├── Conflict                another writer got there first; re-read and retry
+│   ├── AlreadyExists       a session id that is taken
+│   ├── HeadConflict        the session's head moved since the caller looked
+│   └── VersionConflict     the state's version moved since the caller looked
+├── Unsupported             the backend lacks a capability (e.g. full-text search)
+└── StoreError              the backend failed
+    ├── StoreUnavailable    the server or file cannot be reached or opened
+    ├── BackendNotInstalled the backend's optional dependency is missing
+    └── SchemaError         the schema is newer than this code, or a migration failed
+```
+
+Backends map their driver's exceptions onto these types in one place, with
+`raise ... from exc`, so callers never need to catch a driver's own errors.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlreadyExists",
+    "BackendNotInstalled",
+    "Conflict",
+    "HeadConflict",
+    "InvalidId",
+    "InvalidInput",
+    "InvalidMessage",
+    "InvalidPatch",
+    "InvalidQuery",
+    "InvalidURL",
+    "MessageNotFound",
+    "NotFound",
+    "PayloadTooLarge",
+    "SchemaError",
+    "SessionNotFound",
+    "SessionaryError",
+    "StoreError",
+    "StoreUnavailable",
+    "Unsupported",
+    "VersionConflict",
+]
+
+
+class SessionaryError(Exception):
+    """The root of every error sessionary raises."""
+
+
+class InvalidInput(SessionaryError, ValueError):
+    """The caller passed something invalid; nothing was changed."""
+
+
+class InvalidMessage(InvalidInput):
+    """A message or one of its parts does not validate."""
+
+
+class InvalidId(InvalidInput):
+    """An id is empty, too long, or contains characters ids may not hold."""
+
+
+class InvalidQuery(InvalidInput):
+    """A search query has nothing to match, or is too long."""
+
+
+class InvalidURL(InvalidInput):
+    """A store URL is malformed or names no known backend."""
+
+
+class InvalidPatch(InvalidInput):
+    """A state patch is not a JSON object."""
+
+
+class PayloadTooLarge(InvalidInput):
+    """A message or state document is over the store's size limit."""
+
+
+class NotFound(SessionaryError, LookupError):
+    """The thing asked for does not exist in this scope."""
+
+
+class SessionNotFound(NotFound):
+    """No session with that id exists in this scope."""
+
+
+class MessageNotFound(NotFound):
+    """No message with that id exists in this session."""
+
+
+class Conflict(SessionaryError):
+    """Another writer changed the data since the caller read it."""
+
+
+class AlreadyExists(Conflict):
+    """A session with that id already exists in this scope."""
+
+
+class HeadConflict(Conflict):
+    """The session's head is no longer the one the caller expected."""
+
+
+class VersionConflict(Conflict):
+    """The state's version is no longer the one the caller expected."""
+
+
+class Unsupported(SessionaryError):
+    """The backend does not have the capability this call needs."""
+
+
+class StoreError(SessionaryError):
+    """The storage backend failed."""
+
+
+class StoreUnavailable(StoreError):
+    """The backend's server or file cannot be reached or opened."""
+
+
+class BackendNotInstalled(StoreError):
+    """The optional dependency a backend needs is not installed."""
+
+
+class SchemaError(StoreError):
+    """The stored schema is newer than this code, or a migration failed."""

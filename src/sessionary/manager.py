@@ -1,0 +1,358 @@
+"""The session manager: the registry of a scope's sessions, and search across them.
+
+`AsyncSessionManager` is the source; `sessionary.SessionManager` is its generated
+synchronous twin with the same method names.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+from sessionary.errors import AlreadyExists, InvalidInput, SessionNotFound
+from sessionary.ids import check_id, new_id
+from sessionary.model import Message, parse_message
+from sessionary.query import parse_query
+from sessionary.records import (
+    Page,
+    Scope,
+    SearchHit,
+    SessionFilter,
+    SessionInfo,
+    SessionUpdate,
+    State,
+    StateLevel,
+    info_from_dict,
+    info_to_dict,
+)
+from sessionary.session import AsyncSession
+from sessionary.stores._common import check_limit
+from sessionary.stores.base import AsyncStore
+from sessionary.stores.registry import open_async_store
+
+__all__ = ["DEFAULT_URL", "AsyncSessionManager"]
+
+DEFAULT_URL = "sqlite:///sessionary.db"
+_EXPORT_PAGE = 500
+
+
+class AsyncSessionManager:
+    """Creates, finds, forks and searches the sessions of one scope (tenant and user).
+
+    Args:
+        store: A store URL (`sqlite:///path.db`, `memory://`, ...) or an open store. A
+            store opened here from a URL is closed by `close`; one passed in is not.
+        tenant: The application that owns the data.
+        user: The user within the tenant.
+    """
+
+    def __init__(
+        self,
+        store: AsyncStore | str = DEFAULT_URL,
+        *,
+        tenant: str = "default",
+        user: str = "default",
+    ) -> None:
+        self.scope = Scope(tenant, user)
+        self._owns_store = isinstance(store, str)
+        self.store: AsyncStore = open_async_store(store) if isinstance(store, str) else store
+
+    async def close(self) -> None:
+        """Close the store if this manager opened it."""
+        if self._owns_store:
+            await self.store.close()
+
+    async def __aenter__(self) -> AsyncSessionManager:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def for_user(self, user: str, *, tenant: str | None = None) -> AsyncSessionManager:
+        """Return a manager for another user (and tenant) sharing this one's store."""
+        other = AsyncSessionManager(self.store, tenant=tenant or self.scope.tenant, user=user)
+        return other
+
+    # ------------------------------------------------------------------ registry
+
+    def session(self, session_id: str) -> AsyncSession:
+        """Return a handle on a session without reading the store.
+
+        Raises:
+            InvalidId: If the id is malformed. (A missing session raises
+                `SessionNotFound` from the handle's first read or write.)
+        """
+        return AsyncSession(self.store, self.scope, session_id)
+
+    async def create(
+        self,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AsyncSession:
+        """Create a session and return a handle on it.
+
+        Raises:
+            AlreadyExists: If `id` is taken in this scope.
+            InvalidInput: If a field is malformed.
+        """
+        info = SessionInfo(
+            id=id if id is not None else new_id(),
+            name=name,
+            parent_session_id=parent_session_id,
+            model=model,
+            source=source,
+            metadata=dict(metadata or {}),
+        )
+        created = await self.store.create_session(self.scope, info)
+        return self.session(created.id)
+
+    async def get(self, session_id: str) -> SessionInfo | None:
+        """Return a session's registry row, or None."""
+        return await self.store.get_session(self.scope, check_id(session_id, "session id"))
+
+    async def get_or_create(self, session_id: str, **fields: Any) -> AsyncSession:
+        """Return a handle on a session, creating it (with `fields`) if it does not exist."""
+        if await self.get(session_id) is None:
+            # Another writer may create it first: that one is ours too.
+            with contextlib.suppress(AlreadyExists):
+                await self.create(id=session_id, **fields)
+        return self.session(session_id)
+
+    async def list(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        name: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        parent_session_id: str | None = None,
+        ended: bool | None = None,
+    ) -> Page[SessionInfo]:
+        """Return a page of sessions, most recently active first.
+
+        Args:
+            limit: The page size.
+            cursor: The `next_cursor` of the previous page.
+            name: Only sessions with this name.
+            model: Only sessions with this model.
+            source: Only sessions with this source.
+            parent_session_id: Only sessions forked or split from this one.
+            ended: Only ended (True) or open (False) sessions.
+        """
+        check_limit(limit)
+        where = SessionFilter(name, model, source, parent_session_id, ended)
+        return await self.store.list_sessions(self.scope, where, limit, cursor)
+
+    async def rename(self, session_id: str, name: str) -> SessionInfo:
+        """Rename a session.
+
+        Raises:
+            SessionNotFound: If there is no such session.
+        """
+        if not isinstance(name, str):
+            raise InvalidInput("a session name must be a string")
+        return await self.store.update_session(self.scope, session_id, SessionUpdate(name=name))
+
+    async def set_metadata(self, session_id: str, metadata: Mapping[str, Any]) -> SessionInfo:
+        """Replace a session's metadata."""
+        update = SessionUpdate(metadata=dict(metadata))
+        return await self.store.update_session(self.scope, session_id, update)
+
+    async def end(self, session_id: str, reason: str = "completed") -> SessionInfo:
+        """Mark a session ended, with a reason (its messages stay readable)."""
+        if not isinstance(reason, str) or not reason:
+            raise InvalidInput("an end reason must be a non-empty string")
+        update = SessionUpdate(end_reason=reason)
+        return await self.store.update_session(self.scope, session_id, update)
+
+    async def add_usage(
+        self, session_id: str, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
+    ) -> SessionInfo:
+        """Add to a session's token and cost counters, atomically."""
+        for value, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInput(f"{what} must be a non-negative integer")
+        if isinstance(cost, bool) or not isinstance(cost, int | float) or not cost >= 0:
+            raise InvalidInput("cost must be a non-negative number")
+        update = SessionUpdate(
+            add_input_tokens=input_tokens, add_output_tokens=output_tokens, add_cost=float(cost)
+        )
+        return await self.store.update_session(self.scope, session_id, update)
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete a session with its messages, state and search rows; False if absent."""
+        return await self.store.delete_session(self.scope, check_id(session_id, "session id"))
+
+    async def fork(
+        self,
+        session_id: str,
+        at_message_id: str | None = None,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+    ) -> AsyncSession:
+        """Copy the path up to a message (default: the head) into a new session.
+
+        The fork records `session_id` as its parent, keeps the messages' ids and times,
+        and starts with a copy of the session's state.
+
+        Raises:
+            SessionNotFound: If there is no such session.
+            MessageNotFound: If `at_message_id` is not in it.
+        """
+        source = await self.get(session_id)
+        if source is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        path = await self.store.get_path(self.scope, session_id, at_message_id, None)
+        state = await self.store.get_state(self.scope, "session", session_id)
+        info = SessionInfo(
+            id=id if id is not None else new_id(),
+            name=name if name is not None else source.name,
+            parent_session_id=session_id,
+            model=source.model,
+            source=source.source,
+            metadata=dict(source.metadata),
+            head_id=path[-1].id if path else None,
+        )
+        created = await self.store.import_session(self.scope, info, path, state)
+        return self.session(created.id)
+
+    # ------------------------------------------------------------------ search and state
+
+    async def search(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        session_id: str | None = None,
+        role: str | None = None,
+    ) -> builtins.list[SearchHit]:
+        """Search the messages of every session in this scope, best match first.
+
+        See `sessionary.query` for the query language.
+
+        Raises:
+            InvalidQuery: If the query has nothing to match.
+            Unsupported: If the store has no full-text search.
+        """
+        parsed = parse_query(query)
+        return await self.store.search(self.scope, parsed, limit, session_id, role)
+
+    async def get_state(self, level: StateLevel = "user") -> State:
+        """Return this scope's user state, or with `level="app"` the tenant's."""
+        return await self.store.get_state(self.scope, level, None)
+
+    async def update_state(
+        self,
+        patch: Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+        level: StateLevel = "user",
+    ) -> State:
+        """Merge-patch this scope's user state (or with `level="app"` the tenant's)."""
+        return await self.store.update_state(self.scope, level, None, dict(patch), expected_version)
+
+    # ------------------------------------------------------------------ export and import
+
+    async def export(self, session_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Yield JSON records for one session, or every session in the scope.
+
+        Each session gives a `session` record (its row and state) followed by one
+        `message` record per message, parents before children.
+        """
+        if session_id is not None:
+            ids = [session_id]
+        else:
+            ids = []
+            cursor = None
+            while True:
+                page = await self.list(limit=200, cursor=cursor)
+                ids.extend(info.id for info in page.items)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        for sid in ids:
+            async for record in self._export_one(sid):
+                yield record
+
+    async def _export_one(self, session_id: str) -> AsyncIterator[dict[str, Any]]:
+        info = await self.get(session_id)
+        if info is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        state = await self.store.get_state(self.scope, "session", session_id)
+        yield {
+            "type": "session",
+            "session": info_to_dict(info),
+            "state": {"data": state.data, "version": state.version},
+        }
+        after = 0
+        while True:
+            messages, after = await self.store.page_messages(
+                self.scope, session_id, after, _EXPORT_PAGE
+            )
+            for message in messages:
+                yield {"type": "message", "session_id": session_id, "message": message.to_dict()}
+            if len(messages) < _EXPORT_PAGE:
+                break
+
+    async def import_records(
+        self, records: Iterable[Mapping[str, Any]]
+    ) -> builtins.list[SessionInfo]:
+        """Import records made by `export`; each session is created whole or not at all.
+
+        Raises:
+            InvalidInput: If a record is malformed or out of order.
+            AlreadyExists: If a session id is already taken in this scope.
+        """
+        imported: builtins.list[SessionInfo] = []
+        pending: tuple[SessionInfo, State, builtins.list[Message]] | None = None
+        for number, record in enumerate(records, 1):
+            kind = record.get("type") if isinstance(record, Mapping) else None
+            if kind == "session":
+                if pending is not None:
+                    imported.append(await self._import_one(*pending))
+                pending = _session_record(record, number)
+            elif kind == "message":
+                if pending is None or record.get("session_id") != pending[0].id:
+                    raise InvalidInput(f"record {number}: a message before its session record")
+                pending[2].append(_message_record(record, number))
+            else:
+                raise InvalidInput(f"record {number}: unknown record type {kind!r}")
+        if pending is not None:
+            imported.append(await self._import_one(*pending))
+        return imported
+
+    async def _import_one(
+        self, info: SessionInfo, state: State, messages: builtins.list[Message]
+    ) -> SessionInfo:
+        return await self.store.import_session(self.scope, info, messages, state)
+
+
+def _session_record(
+    record: Mapping[str, Any], number: int
+) -> tuple[SessionInfo, State, list[Message]]:
+    try:
+        info = info_from_dict(record["session"])
+        raw_state = record.get("state") or {}
+        state = State(dict(raw_state.get("data") or {}), int(raw_state.get("version") or 0))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InvalidInput(f"record {number}: malformed session record: {exc}") from None
+    return info, state, []
+
+
+def _message_record(record: Mapping[str, Any], number: int) -> Message:
+    raw = record.get("message")
+    if not isinstance(raw, Mapping):
+        raise InvalidInput(f"record {number}: a message record needs a 'message' object")
+    try:
+        return parse_message(raw)
+    except InvalidInput as exc:
+        raise type(exc)(f"record {number}: {exc}") from None

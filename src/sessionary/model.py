@@ -1,0 +1,469 @@
+"""Messages and their typed parts: plain data, validated at the boundary.
+
+A message is `{id, role, parts, metadata, created_at}`. Parts carry a `type`
+discriminator: `text`, `reasoning`, `tool_call`, `tool_result`, `file` and `data`.
+Fields this version does not know are kept in `extra` and written back unchanged,
+so a payload from a newer writer survives a round trip through an older one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, Literal, TypeAlias, cast
+
+from sessionary.errors import InvalidId, InvalidMessage
+from sessionary.ids import check_id, new_id
+
+__all__ = [
+    "ROLES",
+    "DataPart",
+    "FilePart",
+    "Message",
+    "Part",
+    "ReasoningPart",
+    "Role",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "from_micros",
+    "message_text",
+    "parse_message",
+    "to_micros",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+JSON: TypeAlias = Any
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def to_micros(moment: datetime) -> int:
+    """Return `moment` as whole microseconds since the Unix epoch (exact; naive = UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def from_micros(micros: int) -> datetime:
+    """Return the UTC datetime `micros` microseconds after the Unix epoch (exact)."""
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+@dataclass
+class TextPart:
+    """Visible text."""
+
+    text: str
+    type: Literal["text"] = "text"
+    extra: dict[str, JSON] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class ReasoningPart:
+    """The model's reasoning; `signature` carries a provider's opaque proof, if any."""
+
+    text: str
+    signature: str | None = None
+    type: Literal["reasoning"] = "reasoning"
+    extra: dict[str, JSON] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class ToolCallPart:
+    """A call the model asks for: `arguments` is JSON (usually an object)."""
+
+    id: str
+    name: str
+    arguments: JSON = field(default_factory=dict)
+    type: Literal["tool_call"] = "tool_call"
+    extra: dict[str, JSON] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class ToolResultPart:
+    """The result of the tool call `call_id`: `output` is a string or JSON."""
+
+    call_id: str
+    output: JSON
+    is_error: bool = False
+    name: str | None = None
+    type: Literal["tool_result"] = "tool_result"
+    extra: dict[str, JSON] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class FilePart:
+    """A file or image, by `url` or inline base64 `data`."""
+
+    mime_type: str
+    url: str | None = None
+    data: str | None = None
+    filename: str | None = None
+    type: Literal["file"] = "file"
+    extra: dict[str, JSON] = field(default_factory=dict, repr=False)
+
+    @property
+    def is_image(self) -> bool:
+        """Whether the file is an image."""
+        return self.mime_type.startswith("image/")
+
+
+@dataclass
+class DataPart:
+    """Application data that rides along with a message and is not shown to a model."""
+
+    data: JSON
+    name: str | None = None
+    type: Literal["data"] = "data"
+    extra: dict[str, JSON] = field(default_factory=dict, repr=False)
+
+
+Part: TypeAlias = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart | DataPart
+
+
+@dataclass
+class Message:
+    """One message of a conversation.
+
+    `id` and `created_at` are generated when not given. `parent_id` is filled in by the
+    store when a message is read back; on append the `parent` argument decides.
+    """
+
+    role: Role
+    parts: list[Part] = field(default_factory=list)
+    id: str = field(default_factory=new_id)
+    metadata: dict[str, JSON] = field(default_factory=dict)
+    created_at: datetime = field(default_factory=_now)
+    parent_id: str | None = field(default=None, compare=False)
+    extra: dict[str, JSON] = field(default_factory=dict, repr=False)
+
+    _KNOWN: ClassVar[frozenset[str]] = frozenset(
+        {"id", "role", "parts", "metadata", "created_at", "parent_id", "content"}
+    )
+
+    @classmethod
+    def system(cls, text: str, **kwargs: Any) -> Message:
+        """Return a system message holding `text`."""
+        return cls(role="system", parts=[TextPart(text)], **kwargs)
+
+    @classmethod
+    def user(cls, text: str, **kwargs: Any) -> Message:
+        """Return a user message holding `text`."""
+        return cls(role="user", parts=[TextPart(text)], **kwargs)
+
+    @classmethod
+    def assistant(
+        cls, text: str = "", *, tool_calls: list[ToolCallPart] | None = None, **kwargs: Any
+    ) -> Message:
+        """Return an assistant message with `text` and any `tool_calls`."""
+        parts: list[Part] = [TextPart(text)] if text else []
+        parts.extend(tool_calls or [])
+        return cls(role="assistant", parts=parts, **kwargs)
+
+    @classmethod
+    def tool(
+        cls,
+        call_id: str,
+        output: JSON,
+        *,
+        is_error: bool = False,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> Message:
+        """Return a tool message answering the call `call_id` with `output`."""
+        part = ToolResultPart(call_id=call_id, output=output, is_error=is_error, name=name)
+        return cls(role="tool", parts=[part], **kwargs)
+
+    @property
+    def text(self) -> str:
+        """The message's text parts joined by newlines."""
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        """The tool calls this message makes."""
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        """The tool results this message carries."""
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+    def to_dict(self) -> dict[str, JSON]:
+        """Return the message as JSON-ready data (the inverse of `Message.from_dict`)."""
+        data: dict[str, JSON] = dict(self.extra)
+        data.update(
+            id=self.id,
+            role=self.role,
+            parts=[part_to_dict(p) for p in self.parts],
+            metadata=self.metadata,
+            created_at=self.created_at.isoformat(),
+        )
+        if self.parent_id is not None:
+            data["parent_id"] = self.parent_id
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JSON]) -> Message:
+        """Build a message from JSON data, validating it.
+
+        A plain `"content": "text"` is accepted in place of `parts`.
+
+        Raises:
+            InvalidMessage: If the data is not a valid message; the text says where.
+        """
+        return parse_message(data)
+
+
+# ---------------------------------------------------------------- parsing and checking
+
+_PART_FIELDS: dict[str, tuple[type, dict[str, tuple[type | tuple[type, ...], bool]]]] = {
+    # type: (class, {field: (allowed types, required)})
+    "text": (TextPart, {"text": (str, True)}),
+    "reasoning": (ReasoningPart, {"text": (str, True), "signature": ((str, type(None)), False)}),
+    "tool_call": (
+        ToolCallPart,
+        {"id": (str, True), "name": (str, True), "arguments": (object, False)},
+    ),
+    "tool_result": (
+        ToolResultPart,
+        {
+            "call_id": (str, True),
+            "output": (object, True),
+            "is_error": (bool, False),
+            "name": ((str, type(None)), False),
+        },
+    ),
+    "file": (
+        FilePart,
+        {
+            "mime_type": (str, True),
+            "url": ((str, type(None)), False),
+            "data": ((str, type(None)), False),
+            "filename": ((str, type(None)), False),
+        },
+    ),
+    "data": (DataPart, {"data": (object, True), "name": ((str, type(None)), False)}),
+}
+
+
+def _fail(where: str, problem: str) -> InvalidMessage:
+    return InvalidMessage(f"{where}: {problem}")
+
+
+def _parse_part(raw: JSON, where: str) -> Part:
+    if isinstance(raw, str):
+        return TextPart(raw)
+    if not isinstance(raw, Mapping):
+        raise _fail(where, f"a part must be an object, not {type(raw).__name__}")
+    kind = raw.get("type")
+    spec = _PART_FIELDS.get(kind) if isinstance(kind, str) else None
+    if spec is None:
+        known = ", ".join(sorted(_PART_FIELDS))
+        raise _fail(f"{where}.type", f"unknown part type {kind!r} (known: {known})")
+    cls, fields = spec
+    values: dict[str, JSON] = {}
+    for name, (allowed, required) in fields.items():
+        if name not in raw:
+            if required:
+                raise _fail(f"{where}.{name}", "is required")
+            continue
+        if allowed is not object and not isinstance(raw[name], allowed):
+            raise _fail(f"{where}.{name}", f"has the wrong type {type(raw[name]).__name__}")
+        values[name] = raw[name]
+    extra = {k: v for k, v in raw.items() if k not in fields and k != "type"}
+    part = cast(Part, cls(**values, extra=extra))
+    _check_part(part, where)
+    return part
+
+
+def _parse_parts(data: Mapping[str, JSON]) -> list[Part]:
+    if "parts" in data:
+        raw_parts = data["parts"]
+        if not isinstance(raw_parts, list):
+            raise _fail("parts", f"must be a list, not {type(raw_parts).__name__}")
+        return [_parse_part(p, f"parts[{i}]") for i, p in enumerate(raw_parts)]
+    content = data.get("content")
+    if isinstance(content, str):
+        return [TextPart(content)]
+    raise _fail("parts", "is required (or a string 'content')")
+
+
+def _parse_time(value: JSON) -> datetime:
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise _fail("created_at", f"{value!r} is not an ISO 8601 timestamp") from None
+    else:
+        raise _fail("created_at", f"must be an ISO 8601 string, not {type(value).__name__}")
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def parse_message(data: Mapping[str, JSON]) -> Message:
+    """Build and validate a message from JSON data.
+
+    Raises:
+        InvalidMessage: If the data is not a valid message; the text says where.
+    """
+    if not isinstance(data, Mapping):
+        raise InvalidMessage(f"a message must be an object, not {type(data).__name__}")
+    kwargs: dict[str, Any] = {"role": data.get("role"), "parts": _parse_parts(data)}
+    if data.get("id") is not None:
+        kwargs["id"] = data["id"]
+    if data.get("metadata") is not None:
+        kwargs["metadata"] = data["metadata"]
+    if data.get("created_at") is not None:
+        kwargs["created_at"] = _parse_time(data["created_at"])
+    parent = data.get("parent_id")
+    message = Message(
+        **kwargs,
+        parent_id=parent if isinstance(parent, str) else None,
+        extra={k: v for k, v in data.items() if k not in Message._KNOWN},
+    )
+    check_message(message)
+    return message
+
+
+def _check_part(part: Part, where: str) -> None:
+    if isinstance(part, ToolCallPart):
+        if not part.id or not part.name:
+            raise _fail(where, "a tool call needs a non-empty id and name")
+    elif isinstance(part, ToolResultPart):
+        if not part.call_id:
+            raise _fail(where, "a tool result needs a non-empty call_id")
+    elif isinstance(part, FilePart) and (part.url is None) == (part.data is None):
+        raise _fail(where, "a file part needs exactly one of url and data")
+
+
+_ROLE_RULES: dict[str, Callable[[Part], bool]] = {
+    "system": lambda p: isinstance(p, TextPart | DataPart),
+    "user": lambda p: not isinstance(p, ToolCallPart | ToolResultPart | ReasoningPart),
+    "assistant": lambda p: not isinstance(p, ToolResultPart),
+    "tool": lambda p: isinstance(p, ToolResultPart | DataPart),
+}
+
+
+def check_message(message: Message) -> None:
+    """Raise `InvalidMessage` unless `message` is well formed.
+
+    Checks the id, the role, each part's fields, which parts each role may carry, and
+    that metadata and every JSON value can be serialised.
+
+    Raises:
+        InvalidMessage: If the message is malformed; the text says where.
+    """
+    if not isinstance(message, Message):
+        raise InvalidMessage(f"expected a Message, not {type(message).__name__}")
+    try:
+        check_id(message.id, "message id")
+    except InvalidId as exc:
+        raise InvalidMessage(str(exc)) from None
+    if message.role not in ROLES:
+        raise _fail("role", f"{message.role!r} is not one of {sorted(ROLES)}")
+    _check_parts(message)
+    if not isinstance(message.metadata, dict):
+        raise _fail("metadata", "must be an object")
+    if not isinstance(message.created_at, datetime):
+        raise _fail("created_at", "must be a datetime")
+
+
+def _check_parts(message: Message) -> None:
+    if not isinstance(message.parts, list):
+        raise _fail("parts", "must be a list")
+    allowed = _ROLE_RULES[message.role]
+    for i, part in enumerate(message.parts):
+        if not isinstance(
+            part, TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart | DataPart
+        ):
+            raise _fail(f"parts[{i}]", f"is not a part: {type(part).__name__}")
+        _check_part(part, f"parts[{i}]")
+        if not allowed(part):
+            raise _fail(f"parts[{i}]", f"a {message.role} message cannot carry a {part.type} part")
+    if message.role == "tool" and not message.tool_results:
+        raise _fail("parts", "a tool message needs at least one tool_result part")
+
+
+# ---------------------------------------------------------------- storage encoding
+
+
+def part_to_dict(part: Part) -> dict[str, JSON]:
+    """Return a part as JSON-ready data, with its unknown fields restored."""
+    data: dict[str, JSON] = dict(part.extra)
+    for name in _PART_FIELDS[part.type][1]:
+        value = getattr(part, name)
+        if value is not None or name in ("output", "data"):
+            data[name] = value
+    data["type"] = part.type
+    if isinstance(part, ToolResultPart) and not part.is_error:
+        data.pop("is_error", None)
+    return data
+
+
+def encode_body(message: Message) -> str:
+    """Return the JSON stored for a message's body: parts, metadata and unknown fields.
+
+    Raises:
+        InvalidMessage: If some value cannot be encoded as JSON.
+    """
+    body: dict[str, JSON] = dict(message.extra)
+    body["parts"] = [part_to_dict(p) for p in message.parts]
+    if message.metadata:
+        body["metadata"] = message.metadata
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidMessage(
+            f"message {message.id} holds a value that is not JSON: {exc}"
+        ) from None
+
+
+def decode_body(id: str, role: str, created_us: int, body: str, parent_id: str | None) -> Message:
+    """Rebuild a stored message from its columns and body JSON."""
+    data = json.loads(body)
+    parts = [_parse_part(p, f"parts[{i}]") for i, p in enumerate(data.pop("parts", []))]
+    metadata = data.pop("metadata", {})
+    return Message(
+        role=cast(Role, role),
+        parts=parts,
+        id=id,
+        metadata=metadata,
+        created_at=from_micros(created_us),
+        parent_id=parent_id,
+        extra=data,
+    )
+
+
+def _json_text(value: JSON) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def message_text(message: Message) -> str:
+    """Return the text a search index holds for a message.
+
+    Text parts, tool call names and arguments, and tool outputs are indexed; reasoning,
+    files and data parts are not.
+    """
+    pieces: list[str] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            pieces.append(part.text)
+        elif isinstance(part, ToolCallPart):
+            pieces.append(f"{part.name} {_json_text(part.arguments)}")
+        elif isinstance(part, ToolResultPart):
+            pieces.append(_json_text(part.output))
+    return "\n".join(p for p in pieces if p)

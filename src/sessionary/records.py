@@ -1,0 +1,231 @@
+"""Plain records the stores return: sessions, pages, search hits, state, scope."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar
+
+from sessionary.errors import InvalidInput, InvalidPatch
+from sessionary.ids import check_id
+
+__all__ = [
+    "ANY",
+    "HEAD",
+    "Expected",
+    "Head",
+    "Page",
+    "Parent",
+    "Scope",
+    "SearchHit",
+    "SessionFilter",
+    "SessionInfo",
+    "SessionUpdate",
+    "State",
+    "StateLevel",
+    "check_patch",
+    "decode_cursor",
+    "encode_cursor",
+    "info_from_dict",
+    "info_to_dict",
+    "merge_patch",
+]
+
+T = TypeVar("T")
+StateLevel = Literal["session", "user", "app"]
+
+
+class Head(Enum):
+    """The type of the sentinels `HEAD` and `ANY`."""
+
+    HEAD = "HEAD"
+    ANY = "ANY"
+
+
+HEAD: Final = Head.HEAD
+"""Pass as `parent` to append after the session's head (the default)."""
+
+ANY: Final = Head.ANY
+"""Pass as `expected_head` to append whatever the head is (the default)."""
+
+Parent: TypeAlias = str | Literal[Head.HEAD] | None
+Expected: TypeAlias = str | Literal[Head.ANY] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Who owns data: a tenant (the application) and a user within it."""
+
+    tenant: str = "default"
+    user: str = "default"
+
+    def __post_init__(self) -> None:
+        check_id(self.tenant, "tenant")
+        check_id(self.user, "user")
+
+
+@dataclass(slots=True)
+class SessionInfo:
+    """A session's registry row."""
+
+    id: str
+    name: str | None = None
+    parent_session_id: str | None = None
+    model: str | None = None
+    source: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    ended_at: datetime | None = None
+    end_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    head_id: str | None = None
+    message_count: int = 0
+    version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SessionUpdate:
+    """A change to a session's registry row; `None` fields are left as they are."""
+
+    name: str | None = None
+    metadata: dict[str, Any] | None = None
+    end_reason: str | None = None
+    ended_at: datetime | None = None
+    add_input_tokens: int = 0
+    add_output_tokens: int = 0
+    add_cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
+    """Which sessions `list` returns; every set field must match."""
+
+    name: str | None = None
+    model: str | None = None
+    source: str | None = None
+    parent_session_id: str | None = None
+    ended: bool | None = None
+
+
+@dataclass(slots=True)
+class Page(Generic[T]):
+    """One page of results; pass `next_cursor` back to get the next page."""
+
+    items: list[T]
+    next_cursor: str | None = None
+
+    def __iter__(self) -> Any:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One message matching a search, with a highlighted snippet; higher rank is better."""
+
+    session_id: str
+    message_id: str
+    role: str
+    snippet: str
+    rank: float
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """A JSON state document and its version (0 before the first write)."""
+
+    data: dict[str, Any]
+    version: int = 0
+
+
+def encode_cursor(*values: Any) -> str:
+    """Return an opaque page cursor holding `values`."""
+    raw = json.dumps(list(values), separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, arity: int) -> list[Any]:
+    """Return the values an `encode_cursor` cursor holds.
+
+    Raises:
+        InvalidInput: If the cursor was not made by `encode_cursor` with `arity` values.
+    """
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        values = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, TypeError, AttributeError):
+        raise InvalidInput("the page cursor is malformed") from None
+    if not isinstance(values, list) or len(values) != arity:
+        raise InvalidInput("the page cursor is malformed")
+    return values
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """Apply a JSON merge patch (RFC 7396) to `target` and return the result.
+
+    Objects merge key by key, `None` deletes a key, anything else replaces. The inputs
+    are not modified.
+    """
+    if not isinstance(patch, Mapping):
+        return patch
+    result = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def check_patch(patch: Any) -> dict[str, Any]:
+    """Return `patch` if it is a JSON object that serialises, else raise `InvalidPatch`.
+
+    Raises:
+        InvalidPatch: If the patch is not a JSON object of JSON values.
+    """
+    if not isinstance(patch, Mapping):
+        raise InvalidPatch(f"a state patch must be an object, not {type(patch).__name__}")
+    try:
+        json.dumps(patch, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidPatch(f"a state patch must hold only JSON values: {exc}") from None
+    return dict(patch)
+
+
+_INFO_TIMES = ("created_at", "updated_at", "ended_at")
+_INFO_FIELDS = tuple(SessionInfo.__dataclass_fields__)
+
+
+def info_to_dict(info: SessionInfo) -> dict[str, Any]:
+    """Return a session row as JSON-ready data (times as ISO 8601 strings)."""
+    data: dict[str, Any] = {name: getattr(info, name) for name in _INFO_FIELDS}
+    for name in _INFO_TIMES:
+        moment = data[name]
+        data[name] = moment.isoformat() if moment is not None else None
+    return data
+
+
+def info_from_dict(data: Mapping[str, Any]) -> SessionInfo:
+    """Build a session row from `info_to_dict` data; unknown keys are ignored.
+
+    Raises:
+        ValueError: If a time is not ISO 8601.
+        TypeError: If `data` is not a mapping.
+    """
+    if not isinstance(data, Mapping):
+        raise TypeError("a session record must be an object")
+    values = {name: data[name] for name in _INFO_FIELDS if name in data}
+    for name in _INFO_TIMES:
+        if values.get(name) is not None:
+            values[name] = datetime.fromisoformat(values[name])
+    return SessionInfo(**values)

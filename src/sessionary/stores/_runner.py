@@ -1,0 +1,93 @@
+"""How a store adapter calls a synchronous engine: inline, or on the engine's own thread.
+
+`AsyncRunner` and `Runner` are a hand-written pair with the same method names, so that
+the generated synchronous adapter calls `Runner` where the asynchronous one awaits
+`AsyncRunner`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["AsyncRunner", "Runner"]
+
+T = TypeVar("T")
+
+
+class AsyncRunner:
+    """Runs engine calls for async code.
+
+    A blocking engine (one that does file or network I/O) gets one worker thread of its
+    own, fed through a queue, so calls keep their order and the event loop never blocks;
+    a non-blocking engine (the in-memory one) is called inline. The hand-off is a queue
+    put and a `call_soon_threadsafe`, about half the cost of `run_in_executor`.
+    """
+
+    def __init__(self, blocking: bool) -> None:
+        self._queue: queue.SimpleQueue[_Job | None] | None = None
+        if blocking:
+            self._queue = queue.SimpleQueue()
+            self._thread = threading.Thread(
+                target=_work, args=(self._queue,), name="sessionary-store", daemon=True
+            )
+            self._thread.start()
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Call `fn(*args)` and return its result."""
+        if self._queue is None:
+            return fn(*args)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put((loop, future, fn, args))
+        return await future
+
+    async def close(self, fn: Callable[[], None]) -> None:
+        """Call `fn` (the engine's close) and stop the worker thread."""
+        await self.run(fn)
+        if self._queue is not None:
+            self._queue.put(None)
+
+
+_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+def _work(jobs: queue.SimpleQueue[_Job | None]) -> None:
+    """The worker thread: run jobs in order until told to stop."""
+    while (job := jobs.get()) is not None:
+        loop, future, fn, args = job
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:  # handed to the awaiting task, which re-raises it
+            result, error = None, exc
+        # If the loop was closed while the job ran, nobody is waiting for the result.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle, future, result, error)
+
+
+class Runner:
+    """Runs engine calls for sync code: always inline."""
+
+    def __init__(self, blocking: bool) -> None:
+        del blocking
+
+    def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Call `fn(*args)` and return its result."""
+        return fn(*args)
+
+    def close(self, fn: Callable[[], None]) -> None:
+        """Call `fn` (the engine's close)."""
+        fn()

@@ -1,0 +1,83 @@
+"""The SQLite schema, as ordered migrations applied in place inside one transaction.
+
+Design notes:
+
+- `messages.seq` is the rowid: it orders messages by insertion across the whole file.
+  It is not AUTOINCREMENT (that costs an extra page write per append); instead every
+  delete lowers the search watermark to the highest remaining seq, so a reused seq is
+  always above the watermark and gets indexed.
+- A message points at its parent by `parent_seq` and knows its `depth`, so a path is a
+  walk of rowid lookups that stops after `limit` steps, and its length is one lookup.
+- A session row caches its head (`head_seq`, `head_depth`, `head_id`) and
+  `message_count`, so an
+  append after the head reads one row and writes one row besides the message itself.
+- `messages_fts` is an external-content FTS5 index over `messages.text`. It is filled in
+  batches (see `search_progress`), not by a trigger in every append transaction.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS"]
+
+_V1 = """
+CREATE TABLE sessions (
+    pk INTEGER PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    name TEXT,
+    parent_session_id TEXT,
+    model TEXT,
+    source TEXT,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_us INTEGER NOT NULL,
+    updated_us INTEGER NOT NULL,
+    ended_us INTEGER,
+    end_reason TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    head_seq INTEGER,
+    head_depth INTEGER NOT NULL DEFAULT -1,
+    head_id TEXT,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    version INTEGER NOT NULL DEFAULT 1,
+    UNIQUE (tenant, user_id, id)
+);
+CREATE INDEX sessions_activity ON sessions (tenant, user_id, updated_us, id);
+CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY,
+    session_pk INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    parent_seq INTEGER,
+    depth INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    text TEXT NOT NULL DEFAULT ''
+);
+CREATE UNIQUE INDEX messages_id ON messages (session_pk, id);
+CREATE INDEX messages_children ON messages (session_pk, parent_seq);
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    text, content = 'messages', content_rowid = 'seq', tokenize = 'porter unicode61'
+);
+CREATE TABLE search_progress (
+    only INTEGER PRIMARY KEY CHECK (only = 1),
+    indexed_upto INTEGER NOT NULL
+);
+INSERT INTO search_progress (only, indexed_upto) VALUES (1, 0);
+CREATE TABLE states (
+    level TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    data TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    PRIMARY KEY (level, tenant, user_id, owner)
+) WITHOUT ROWID
+"""
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "sessions, messages, search index and state", _V1),
+]
+"""(version, name, SQL) in order; statements are separated by semicolons."""

@@ -1,0 +1,75 @@
+"""Adapts a synchronous engine to the store protocol.
+
+Engines (the in-memory and SQLite backends) do their work synchronously; this adapter
+forwards each protocol method to the engine through a runner, which for async code is
+the engine's own worker thread. The sync twin of this module is generated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from sessionary.stores._runner import AsyncRunner
+from sessionary.stores.base import AsyncStore
+
+__all__ = ["STORE_METHODS", "AsyncEngineStore", "wrap_engine"]
+
+STORE_METHODS = (
+    "create_session",
+    "get_session",
+    "list_sessions",
+    "update_session",
+    "delete_session",
+    "append",
+    "update_message",
+    "delete_message",
+    "clear_messages",
+    "get_message",
+    "get_path",
+    "get_children",
+    "get_path_length",
+    "set_head",
+    "page_messages",
+    "search",
+    "get_state",
+    "update_state",
+    "import_session",
+)
+
+
+class AsyncEngineStore:
+    """A store whose methods run a synchronous engine's methods of the same names."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.capabilities: frozenset[str] = engine.capabilities
+        self.max_message_bytes: int = engine.max_message_bytes
+        self._runner = AsyncRunner(engine.blocking)
+
+    async def close(self) -> None:
+        """Close the engine and stop its worker."""
+        await self._runner.close(self.engine.close)
+
+    async def __aenter__(self) -> AsyncEngineStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+def _forward(name: str) -> Callable[..., Any]:
+    async def method(self: AsyncEngineStore, *args: Any) -> Any:
+        return await self._runner.run(getattr(self.engine, name), *args)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+for _name in STORE_METHODS:
+    setattr(AsyncEngineStore, _name, _forward(_name))
+
+
+def wrap_engine(engine: Any) -> AsyncStore:
+    """Return `engine` behind the store protocol."""
+    return cast(AsyncStore, AsyncEngineStore(engine))

@@ -1,0 +1,540 @@
+"""The in-memory engine: the reference behaviour every other backend must match.
+
+`memory://` opens a private store; `memory://NAME` opens the store of that name shared
+by everything in this process that names it. Messages are kept encoded, exactly as a
+database would keep them, so a caller's later edits to a Message never leak in.
+Search matches whole words case-insensitively with the same query language as the
+other backends, but without stemming.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from sessionary.errors import (
+    AlreadyExists,
+    HeadConflict,
+    InvalidInput,
+    MessageNotFound,
+    SessionNotFound,
+    VersionConflict,
+)
+from sessionary.model import Message, decode_body, from_micros, to_micros
+from sessionary.query import Query, Term, words
+from sessionary.records import (
+    HEAD,
+    Expected,
+    Head,
+    Page,
+    Parent,
+    Scope,
+    SearchHit,
+    SessionFilter,
+    SessionInfo,
+    SessionUpdate,
+    State,
+    StateLevel,
+    check_patch,
+    decode_cursor,
+    encode_cursor,
+    merge_patch,
+)
+from sessionary.stores._common import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    HIGHLIGHT,
+    Prepared,
+    check_label,
+    check_limit,
+    check_session_fields,
+    empty_state,
+    encode_json,
+    prepare_messages,
+    state_owner,
+)
+from sessionary.stores.base import SEARCH
+
+__all__ = ["MemoryEngine", "open_memory_engine"]
+
+_named: dict[str, MemoryEngine] = {}
+_named_lock = threading.Lock()
+
+
+@dataclass(slots=True)
+class _Node:
+    seq: int
+    id: str
+    role: str
+    created_us: int
+    body: str
+    text: str
+    parent: str | None
+    depth: int
+    children: list[str] = field(default_factory=list)
+
+    def message(self) -> Message:
+        return decode_body(self.id, self.role, self.created_us, self.body, self.parent)
+
+
+@dataclass(slots=True)
+class _Session:
+    info: SessionInfo
+    nodes: dict[str, _Node] = field(default_factory=dict)
+    head: str | None = None
+
+
+def _now_us() -> int:
+    return to_micros(datetime.now(UTC))
+
+
+class MemoryEngine:
+    """Keeps everything in process memory, guarded by one lock."""
+
+    blocking = False
+    capabilities = frozenset({SEARCH})
+
+    def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        self.max_message_bytes = max_message_bytes
+        self._lock = threading.RLock()
+        self._sessions: dict[tuple[str, str, str], _Session] = {}
+        self._states: dict[tuple[str, str, str, str], State] = {}
+        self._seq = 0
+
+    # ------------------------------------------------------------------ sessions
+
+    def _session(self, scope: Scope, session_id: str) -> _Session:
+        found = self._sessions.get((scope.tenant, scope.user, session_id))
+        if found is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        return found
+
+    def _info(self, sess: _Session) -> SessionInfo:
+        info = copy.deepcopy(sess.info)
+        info.head_id = sess.head
+        info.message_count = len(sess.nodes)
+        return info
+
+    def create_session(self, scope: Scope, info: SessionInfo) -> SessionInfo:
+        check_session_fields(info)
+        encode_json(info.metadata, "session metadata", self.max_message_bytes)
+        with self._lock:
+            key = (scope.tenant, scope.user, info.id)
+            if key in self._sessions:
+                raise AlreadyExists(f"session {info.id!r} already exists")
+            now = datetime.now(UTC)
+            row = replace(copy.deepcopy(info), head_id=None, message_count=0, version=1)
+            row.created_at = row.created_at or now
+            row.updated_at = row.updated_at or row.created_at
+            self._sessions[key] = _Session(row)
+            return self._info(self._sessions[key])
+
+    def get_session(self, scope: Scope, session_id: str) -> SessionInfo | None:
+        with self._lock:
+            found = self._sessions.get((scope.tenant, scope.user, session_id))
+            return None if found is None else self._info(found)
+
+    def list_sessions(
+        self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
+    ) -> Page[SessionInfo]:
+        check_limit(limit)
+        with self._lock:
+            rows = [
+                self._info(s)
+                for (tenant, user, _), s in self._sessions.items()
+                if tenant == scope.tenant and user == scope.user and _matches(s.info, where)
+            ]
+        rows.sort(key=lambda i: (to_micros(_when(i.updated_at)), i.id), reverse=True)
+        if cursor is not None:
+            after_us, after_id = decode_cursor(cursor, 2)
+            rows = [
+                r for r in rows if (to_micros(_when(r.updated_at)), r.id) < (after_us, after_id)
+            ]
+        page = rows[:limit]
+        more = len(rows) > limit
+        last = page[-1] if page else None
+        next_cursor = (
+            encode_cursor(to_micros(_when(last.updated_at)), last.id) if more and last else None
+        )
+        return Page(page, next_cursor)
+
+    def update_session(self, scope: Scope, session_id: str, update: SessionUpdate) -> SessionInfo:
+        check_label(update.name, "name")
+        check_label(update.end_reason, "end_reason")
+        if update.metadata is not None:
+            encode_json(update.metadata, "session metadata", self.max_message_bytes)
+        with self._lock:
+            sess = self._session(scope, session_id)
+            info = sess.info
+            if update.name is not None:
+                info.name = update.name
+            if update.metadata is not None:
+                info.metadata = copy.deepcopy(update.metadata)
+            if update.end_reason is not None:
+                info.end_reason = update.end_reason
+                info.ended_at = update.ended_at or datetime.now(UTC)
+            info.input_tokens += update.add_input_tokens
+            info.output_tokens += update.add_output_tokens
+            info.cost += update.add_cost
+            info.version += 1
+            info.updated_at = datetime.now(UTC)
+            return self._info(sess)
+
+    def delete_session(self, scope: Scope, session_id: str) -> bool:
+        with self._lock:
+            removed = self._sessions.pop((scope.tenant, scope.user, session_id), None)
+            self._states.pop(("session", scope.tenant, scope.user, session_id), None)
+            return removed is not None
+
+    # ------------------------------------------------------------------ messages
+
+    def append(
+        self,
+        scope: Scope,
+        session_id: str,
+        messages: Sequence[Message],
+        parent: Parent,
+        expected_head: Expected,
+    ) -> list[Message]:
+        prepared = prepare_messages(messages, self.max_message_bytes)
+        with self._lock:
+            sess = self._session(scope, session_id)
+            if expected_head is not Head.ANY and expected_head != sess.head:
+                raise HeadConflict(
+                    f"session {session_id!r} head is {sess.head!r}, not {expected_head!r}"
+                )
+            at = self._resolve_parent(sess, parent)
+            nodes = self._insert_chain(sess, prepared, at)
+            if any(inserted for _, inserted in nodes):
+                sess.head = nodes[-1][0].id
+                sess.info.updated_at = datetime.now(UTC)
+            return [node.message() for node, _ in nodes]
+
+    def _resolve_parent(self, sess: _Session, parent: Parent) -> str | None:
+        if parent is HEAD:
+            return sess.head
+        if parent is None:
+            return None
+        if not isinstance(parent, str) or parent not in sess.nodes:
+            raise MessageNotFound(f"parent message {parent!r} is not in this session")
+        return parent
+
+    def _insert_chain(
+        self, sess: _Session, prepared: list[Prepared], parent: str | None
+    ) -> list[tuple[_Node, bool]]:
+        out: list[tuple[_Node, bool]] = []
+        for item in prepared:
+            existing = sess.nodes.get(item.message.id)
+            if existing is not None:
+                out.append((existing, False))
+                parent = existing.id
+                continue
+            depth = sess.nodes[parent].depth + 1 if parent is not None else 0
+            self._seq += 1
+            node = _Node(
+                self._seq,
+                item.message.id,
+                item.message.role,
+                item.created_us,
+                item.body,
+                item.text,
+                parent,
+                depth,
+            )
+            sess.nodes[node.id] = node
+            if parent is not None:
+                sess.nodes[parent].children.append(node.id)
+            out.append((node, True))
+            parent = node.id
+        return out
+
+    def update_message(self, scope: Scope, session_id: str, message: Message) -> Message:
+        (item,) = prepare_messages([message], self.max_message_bytes)
+        with self._lock:
+            sess = self._session(scope, session_id)
+            node = sess.nodes.get(message.id)
+            if node is None:
+                raise MessageNotFound(f"no message {message.id!r} in session {session_id!r}")
+            if node.role != message.role:
+                raise InvalidInput(
+                    f"a message's role cannot change ({node.role} -> {message.role})"
+                )
+            node.body, node.text = item.body, item.text
+            sess.info.updated_at = datetime.now(UTC)
+            return node.message()
+
+    def delete_message(self, scope: Scope, session_id: str, message_id: str) -> list[str]:
+        with self._lock:
+            sess = self._session(scope, session_id)
+            node = sess.nodes.get(message_id)
+            if node is None:
+                raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
+            doomed = list(self._subtree(sess, message_id))
+            if node.parent is not None:
+                sess.nodes[node.parent].children.remove(message_id)
+            if sess.head in doomed:
+                sess.head = node.parent
+            for mid in doomed:
+                del sess.nodes[mid]
+            sess.info.updated_at = datetime.now(UTC)
+            return doomed
+
+    def _subtree(self, sess: _Session, root: str) -> Iterator[str]:
+        stack = [root]
+        while stack:
+            mid = stack.pop()
+            yield mid
+            stack.extend(sess.nodes[mid].children)
+
+    def clear_messages(self, scope: Scope, session_id: str) -> int:
+        with self._lock:
+            sess = self._session(scope, session_id)
+            count = len(sess.nodes)
+            sess.nodes.clear()
+            sess.head = None
+            sess.info.updated_at = datetime.now(UTC)
+            return count
+
+    def get_message(self, scope: Scope, session_id: str, message_id: str) -> Message | None:
+        with self._lock:
+            node = self._session(scope, session_id).nodes.get(message_id)
+            return None if node is None else node.message()
+
+    def get_path(
+        self, scope: Scope, session_id: str, leaf: str | None, limit: int | None
+    ) -> list[Message]:
+        check_limit(limit)
+        with self._lock:
+            sess = self._session(scope, session_id)
+            current = self._leaf(sess, leaf)
+            path: list[_Node] = []
+            while current is not None and (limit is None or len(path) < limit):
+                node = sess.nodes[current]
+                path.append(node)
+                current = node.parent
+            return [node.message() for node in reversed(path)]
+
+    def _leaf(self, sess: _Session, leaf: str | None) -> str | None:
+        if leaf is None:
+            return sess.head
+        if leaf not in sess.nodes:
+            raise MessageNotFound(f"no message {leaf!r} in this session")
+        return leaf
+
+    def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
+        with self._lock:
+            sess = self._session(scope, session_id)
+            if message_id not in sess.nodes:
+                raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
+            return [sess.nodes[c].message() for c in sess.nodes[message_id].children]
+
+    def get_path_length(self, scope: Scope, session_id: str, leaf: str | None) -> int:
+        with self._lock:
+            sess = self._session(scope, session_id)
+            current = self._leaf(sess, leaf)
+            return 0 if current is None else sess.nodes[current].depth + 1
+
+    def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
+        with self._lock:
+            sess = self._session(scope, session_id)
+            if message_id is not None and message_id not in sess.nodes:
+                raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
+            sess.head = message_id
+
+    def page_messages(
+        self, scope: Scope, session_id: str, after: int, limit: int
+    ) -> tuple[list[Message], int]:
+        check_limit(limit)
+        with self._lock:
+            sess = self._session(scope, session_id)
+            nodes = [n for n in sess.nodes.values() if n.seq > after][:limit]
+            return [n.message() for n in nodes], (nodes[-1].seq if nodes else after)
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self,
+        scope: Scope,
+        query: Query,
+        limit: int,
+        session_id: str | None,
+        role: str | None,
+    ) -> list[SearchHit]:
+        check_limit(limit)
+        hits: list[tuple[float, int, SearchHit]] = []
+        with self._lock:
+            for (tenant, user, sid), sess in self._sessions.items():
+                if tenant != scope.tenant or user != scope.user:
+                    continue
+                if session_id is not None and sid != session_id:
+                    continue
+                for node in sess.nodes.values():
+                    if role is not None and node.role != role:
+                        continue
+                    score, marked = _match(query, node.text)
+                    if score:
+                        hit = SearchHit(
+                            sid,
+                            node.id,
+                            node.role,
+                            marked,
+                            float(score),
+                            from_micros(node.created_us),
+                        )
+                        hits.append((-score, node.seq, hit))
+        hits.sort(key=lambda h: (h[0], h[1]))
+        return [h for _, _, h in hits[:limit]]
+
+    # ------------------------------------------------------------------ state
+
+    def get_state(self, scope: Scope, level: StateLevel, session_id: str | None) -> State:
+        key = (
+            level,
+            scope.tenant,
+            scope.user if level != "app" else "",
+            state_owner(level, session_id),
+        )
+        with self._lock:
+            if level == "session":
+                self._session(scope, session_id or "")
+            found = self._states.get(key)
+            return copy.deepcopy(found) if found is not None else empty_state()
+
+    def update_state(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        patch: dict[str, Any],
+        expected_version: int | None,
+    ) -> State:
+        patch = check_patch(patch)
+        key = (
+            level,
+            scope.tenant,
+            scope.user if level != "app" else "",
+            state_owner(level, session_id),
+        )
+        with self._lock:
+            if level == "session":
+                self._session(scope, session_id or "")
+            current = self._states.get(key, empty_state())
+            if expected_version is not None and expected_version != current.version:
+                raise VersionConflict(
+                    f"{level} state is at version {current.version}, not {expected_version}"
+                )
+            data = merge_patch(current.data, copy.deepcopy(patch))
+            encode_json(data, f"{level} state", self.max_message_bytes)
+            self._states[key] = State(data, current.version + 1)
+            return copy.deepcopy(self._states[key])
+
+    # ------------------------------------------------------------------ whole sessions
+
+    def import_session(
+        self,
+        scope: Scope,
+        info: SessionInfo,
+        messages: Sequence[Message],
+        state: State | None,
+    ) -> SessionInfo:
+        prepared = prepare_messages(messages, self.max_message_bytes)
+        check_session_fields(info)
+        with self._lock:
+            key = (scope.tenant, scope.user, info.id)
+            if key in self._sessions:
+                raise AlreadyExists(f"session {info.id!r} already exists")
+            sess = _Session(copy.deepcopy(info))
+            for item in prepared:
+                parent = item.message.parent_id
+                if parent is not None and parent not in sess.nodes:
+                    raise MessageNotFound(
+                        f"message {item.message.id!r} names parent {parent!r}, "
+                        "which is not earlier in the import"
+                    )
+                self._insert_chain(sess, [item], parent)
+            if info.head_id is not None and info.head_id not in sess.nodes:
+                raise MessageNotFound(f"head {info.head_id!r} is not among the imported messages")
+            sess.head = info.head_id
+            self._sessions[key] = sess
+            if state is not None and state.version:
+                skey = ("session", scope.tenant, scope.user, info.id)
+                self._states[skey] = copy.deepcopy(state)
+            return self._info(sess)
+
+    def close(self) -> None:
+        """Nothing to release: the data lives as long as the engine."""
+
+
+def _when(moment: datetime | None) -> datetime:
+    return moment or datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _matches(info: SessionInfo, where: SessionFilter) -> bool:
+    checks = (
+        (where.name, info.name),
+        (where.model, info.model),
+        (where.source, info.source),
+        (where.parent_session_id, info.parent_session_id),
+    )
+    if any(want is not None and want != have for want, have in checks):
+        return False
+    return where.ended is None or where.ended == (info.end_reason is not None)
+
+
+def _term_hits(term: Term, tokens: list[str]) -> set[int]:
+    """Return the token positions where `term` matches."""
+    wanted = [w.lower() for w in words(term.text)]
+    if not wanted:
+        return set()
+    found: set[int] = set()
+    size = len(wanted)
+    for i in range(len(tokens) - size + 1):
+        window = tokens[i : i + size]
+        head_ok = window[:-1] == wanted[:-1]
+        last_ok = window[-1].startswith(wanted[-1]) if term.prefix else window[-1] == wanted[-1]
+        if head_ok and last_ok:
+            found.update(range(i, i + size))
+    return found
+
+
+def _match(query: Query, text: str) -> tuple[int, str]:
+    """Score `text` against `query`; return (0, "") when it does not match."""
+    originals = words(text)
+    tokens = [w.lower() for w in originals]
+    marked: set[int] = set()
+    for group in query.groups:
+        group_hits = set().union(*(_term_hits(t, tokens) for t in group))
+        if not group_hits:
+            return 0, ""
+        marked |= group_hits
+    if any(_term_hits(t, tokens) for t in query.excluded):
+        return 0, ""
+    return len(marked), _snippet(originals, marked)
+
+
+def _snippet(originals: list[str], marked: set[int], width: int = 16) -> str:
+    first = min(marked)
+    start = max(0, first - width // 4)
+    shown = originals[start : start + width]
+    out = [
+        f"{HIGHLIGHT[0]}{w}{HIGHLIGHT[1]}" if start + i in marked else w
+        for i, w in enumerate(shown)
+    ]
+    prefix = "… " if start > 0 else ""
+    suffix = " …" if start + width < len(originals) else ""
+    return prefix + " ".join(out) + suffix
+
+
+def open_memory_engine(
+    name: str, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> MemoryEngine:
+    """Return a fresh engine, or the process-wide one called `name` when a name is given."""
+    if not name:
+        return MemoryEngine(max_message_bytes)
+    with _named_lock:
+        if name not in _named:
+            _named[name] = MemoryEngine(max_message_bytes)
+        return _named[name]

@@ -24,6 +24,12 @@ BACKENDS = [
 ]
 
 
+# Backends whose data other processes can open: the cross-process guarantees run on these.
+SHARED_BACKENDS = [
+    pytest.param("sqlite", marks=pytest.mark.sqlite),
+]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name in ("memory", "sqlite", "postgres", "mysql", "redis"):
         config.addinivalue_line("markers", f"{name}: runs against the {name} backend")
@@ -44,6 +50,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return "memory://"
     if name == "sqlite":
         return f"sqlite:///{tmp_path / 'test.db'}"
+    raise AssertionError(name)
+
+
+@pytest.fixture(params=SHARED_BACKENDS)
+def shared_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL for a fresh store that other processes can open too."""
+    name = request.param
+    if name == "sqlite":
+        return f"sqlite:///{tmp_path / 'shared.db'}"
     raise AssertionError(name)
 
 

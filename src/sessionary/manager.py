@@ -293,14 +293,14 @@ class AsyncSessionManager:
             "session": info_to_dict(info),
             "state": {"data": state.data, "version": state.version},
         }
-        after = 0
+        cursor: str | None = None
         while True:
-            messages, after = await self.store.page_messages(
-                self.scope, session_id, after, _EXPORT_PAGE
+            messages, cursor = await self.store.page_messages(
+                self.scope, session_id, cursor, _EXPORT_PAGE
             )
             for message in messages:
                 yield {"type": "message", "session_id": session_id, "message": message.to_dict()}
-            if len(messages) < _EXPORT_PAGE:
+            if cursor is None:
                 break
 
     async def import_records(

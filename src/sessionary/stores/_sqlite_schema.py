@@ -11,6 +11,9 @@ Design notes:
 - A session row caches its head (`head_seq`, `head_depth`, `head_id`) and
   `message_count`, so an
   append after the head reads one row and writes one row besides the message itself.
+- `messages_depth (session_pk, depth)` (with the implied rowid) serves two reads: a
+  message's children (same session, depth + 1, then filtered by parent), and export in
+  (depth, seq) order, which puts parents first and is the same again after an import.
 - `messages_fts` is an external-content FTS5 index over `messages.text`. It is filled in
   batches (see `search_progress`), not by a trigger in every append transaction.
 """
@@ -57,7 +60,7 @@ CREATE TABLE messages (
     text TEXT NOT NULL DEFAULT ''
 );
 CREATE UNIQUE INDEX messages_id ON messages (session_pk, id);
-CREATE INDEX messages_children ON messages (session_pk, parent_seq);
+CREATE INDEX messages_depth ON messages (session_pk, depth);
 CREATE VIRTUAL TABLE messages_fts USING fts5 (
     text, content = 'messages', content_rowid = 'seq', tokenize = 'porter unicode61'
 );

@@ -345,13 +345,17 @@ class MemoryEngine:
             sess.head = message_id
 
     def page_messages(
-        self, scope: Scope, session_id: str, after: int, limit: int
-    ) -> tuple[list[Message], int]:
+        self, scope: Scope, session_id: str, cursor: str | None, limit: int
+    ) -> tuple[list[Message], str | None]:
         check_limit(limit)
+        after = tuple(decode_cursor(cursor, 2)) if cursor is not None else (-1, 0)
         with self._lock:
             sess = self._session(scope, session_id)
-            nodes = [n for n in sess.nodes.values() if n.seq > after][:limit]
-            return [n.message() for n in nodes], (nodes[-1].seq if nodes else after)
+            ordered = sorted((n.depth, n.seq, n) for n in sess.nodes.values())
+            page = [item for item in ordered if item[:2] > after][:limit]
+            messages = [node.message() for _, _, node in page]
+        next_cursor = encode_cursor(*page[-1][:2]) if len(page) == limit else None
+        return messages, next_cursor
 
     # ------------------------------------------------------------------ search
 

@@ -523,11 +523,11 @@ class SQLiteEngine:
             if root is None:
                 raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
             doomed = db.execute(
-                "WITH RECURSIVE sub (seq) AS (SELECT ? UNION ALL "
-                "SELECT m.seq FROM messages AS m JOIN sub ON m.session_pk = ? "
-                "AND m.parent_seq = sub.seq) "
+                "WITH RECURSIVE sub (seq, depth) AS (SELECT ?, ? UNION ALL "
+                "SELECT m.seq, m.depth FROM messages AS m JOIN sub ON m.session_pk = ? "
+                "AND m.depth = sub.depth + 1 AND m.parent_seq = sub.seq) "
                 "SELECT m.seq, m.id FROM sub JOIN messages AS m ON m.seq = sub.seq",
-                (root[0], pk),
+                (root[0], root[2], pk),
             ).fetchall()
             seqs = [r[0] for r in doomed]
             for start in range(0, len(seqs), 500):
@@ -628,11 +628,12 @@ class SQLiteEngine:
 
     def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
         with self._read() as db:
-            seq, _ = self._leaf_seq(db, scope, session_id, message_id)
+            seq, depth = self._leaf_seq(db, scope, session_id, message_id)
             pk = self._session_pk(db, scope, session_id)
             rows = db.execute(
-                _MESSAGE_SQL + "WHERE m.session_pk = ? AND m.parent_seq = ? ORDER BY m.seq",
-                (pk, seq),
+                _MESSAGE_SQL
+                + "WHERE m.session_pk = ? AND m.depth = ? AND m.parent_seq = ? ORDER BY m.seq",
+                (pk, depth + 1, seq),
             ).fetchall()
         return [_message(r) for r in rows]
 
@@ -642,18 +643,21 @@ class SQLiteEngine:
             return 0 if seq is None else depth + 1
 
     def page_messages(
-        self, scope: Scope, session_id: str, after: int, limit: int
-    ) -> tuple[list[Message], int]:
+        self, scope: Scope, session_id: str, cursor: str | None, limit: int
+    ) -> tuple[list[Message], str | None]:
         check_limit(limit)
+        depth, seq = decode_cursor(cursor, 2) if cursor is not None else (-1, 0)
         with self._read() as db:
             pk = self._session_pk(db, scope, session_id)
             rows = db.execute(
-                "SELECT m.id, m.role, m.created_us, m.data, p.id, m.seq FROM messages AS m "
-                "LEFT JOIN messages AS p ON p.seq = m.parent_seq "
-                "WHERE m.session_pk = ? AND m.seq > ? ORDER BY m.seq LIMIT ?",
-                (pk, after, limit),
+                "SELECT m.id, m.role, m.created_us, m.data, p.id, m.depth, m.seq "
+                "FROM messages AS m LEFT JOIN messages AS p ON p.seq = m.parent_seq "
+                "WHERE m.session_pk = ? AND (m.depth, m.seq) > (?, ?) "
+                "ORDER BY m.depth, m.seq LIMIT ?",
+                (pk, depth, seq, limit),
             ).fetchall()
-        return [_message(r) for r in rows], (rows[-1][5] if rows else after)
+        next_cursor = encode_cursor(rows[-1][5], rows[-1][6]) if len(rows) == limit else None
+        return [_message(r) for r in rows], next_cursor
 
     # ------------------------------------------------------------------ search
 

@@ -108,9 +108,13 @@ class Store(Protocol):
         ...
 
     def page_messages(
-        self, scope: Scope, session_id: str, after: int, limit: int
-    ) -> tuple[list[Message], int]:
-        """Return messages in insertion order after position `after`, and the next position."""
+        self, scope: Scope, session_id: str, cursor: str | None, limit: int
+    ) -> tuple[list[Message], str | None]:
+        """Return a page of all the session's messages, parents first, and the next cursor.
+
+        The order is by depth, then insertion, on every backend: importing the pages
+        elsewhere and paging again gives the same order.
+        """
         ...
 
     def search(

@@ -202,7 +202,8 @@ class MemoryEngine:
         prepared = prepare_messages(messages, self.max_message_bytes)
         with self._lock:
             sess = self._session(scope, session_id)
-            if expected_head is not Head.ANY and expected_head != sess.head:
+            retry = all(item.message.id in sess.nodes for item in prepared)
+            if expected_head is not Head.ANY and expected_head != sess.head and not retry:
                 raise HeadConflict(
                     f"session {session_id!r} head is {sess.head!r}, not {expected_head!r}"
                 )
@@ -394,16 +395,17 @@ class MemoryEngine:
 
     # ------------------------------------------------------------------ state
 
+    def _state_key(
+        self, scope: Scope, level: StateLevel, session_id: str | None
+    ) -> tuple[str, str, str, str]:
+        owner = state_owner(level, session_id)
+        if level == "session":
+            self._session(scope, owner)
+        return (level, scope.tenant, scope.user if level != "app" else "", owner)
+
     def get_state(self, scope: Scope, level: StateLevel, session_id: str | None) -> State:
-        key = (
-            level,
-            scope.tenant,
-            scope.user if level != "app" else "",
-            state_owner(level, session_id),
-        )
         with self._lock:
-            if level == "session":
-                self._session(scope, session_id or "")
+            key = self._state_key(scope, level, session_id)
             found = self._states.get(key)
             return copy.deepcopy(found) if found is not None else empty_state()
 
@@ -416,15 +418,8 @@ class MemoryEngine:
         expected_version: int | None,
     ) -> State:
         patch = check_patch(patch)
-        key = (
-            level,
-            scope.tenant,
-            scope.user if level != "app" else "",
-            state_owner(level, session_id),
-        )
         with self._lock:
-            if level == "session":
-                self._session(scope, session_id or "")
+            key = self._state_key(scope, level, session_id)
             current = self._states.get(key, empty_state())
             if expected_version is not None and expected_version != current.version:
                 raise VersionConflict(

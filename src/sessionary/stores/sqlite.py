@@ -415,7 +415,11 @@ class SQLiteEngine:
             if row is None:
                 raise SessionNotFound(f"no session {session_id!r} in this scope")
             pk = row[0]
-            if expected_head is not Head.ANY and expected_head != row[3]:
+            if (
+                expected_head is not Head.ANY
+                and expected_head != row[3]
+                and not self._all_stored(db, pk, prepared)
+            ):
                 raise HeadConflict(
                     f"session {session_id!r} head is {row[3]!r}, not {expected_head!r}"
                 )
@@ -429,6 +433,15 @@ class SQLiteEngine:
                     (*last, inserted, _now_us(), pk),
                 )
             return out
+
+    def _all_stored(self, db: sqlite3.Connection, pk: int, prepared: list[Prepared]) -> bool:
+        """Whether every message of a batch is stored already (a retry of an acked append)."""
+        ids = [item.message.id for item in prepared]
+        marks = ",".join("?" * len(ids))
+        (found,) = db.execute(
+            f"SELECT count(*) FROM messages WHERE session_pk = ? AND id IN ({marks})", (pk, *ids)
+        ).fetchone()
+        return bool(found == len(ids))
 
     def _resolve_parent(
         self, db: sqlite3.Connection, pk: int, parent: str | None

@@ -24,6 +24,8 @@ from sessionary.records import (
     SessionUpdate,
     State,
     StateLevel,
+    check_object,
+    check_patch,
     info_from_dict,
     info_to_dict,
 )
@@ -108,7 +110,7 @@ class AsyncSessionManager:
             parent_session_id=parent_session_id,
             model=model,
             source=source,
-            metadata=dict(metadata or {}),
+            metadata=check_object(metadata or {}, "session metadata"),
         )
         created = await self.store.create_session(self.scope, info)
         return self.session(created.id)
@@ -163,7 +165,7 @@ class AsyncSessionManager:
 
     async def set_metadata(self, session_id: str, metadata: Mapping[str, Any]) -> SessionInfo:
         """Replace a session's metadata."""
-        update = SessionUpdate(metadata=dict(metadata))
+        update = SessionUpdate(metadata=check_object(metadata, "session metadata"))
         return await self.store.update_session(self.scope, session_id, update)
 
     async def end(self, session_id: str, reason: str = "completed") -> SessionInfo:
@@ -258,7 +260,9 @@ class AsyncSessionManager:
         level: StateLevel = "user",
     ) -> State:
         """Merge-patch this scope's user state (or with `level="app"` the tenant's)."""
-        return await self.store.update_state(self.scope, level, None, dict(patch), expected_version)
+        return await self.store.update_state(
+            self.scope, level, None, check_patch(patch), expected_version
+        )
 
     # ------------------------------------------------------------------ export and import
 

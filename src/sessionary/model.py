@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 from sessionary.errors import InvalidId, InvalidMessage
 from sessionary.ids import check_id, new_id
+from sessionary.records import check_object
 
 __all__ = [
     "ROLES",
@@ -257,6 +258,9 @@ _PART_FIELDS: dict[str, tuple[type, dict[str, tuple[type | tuple[type, ...], boo
 }
 
 
+_FIELDS_BY_CLASS = {cls: (kind, fields) for kind, (cls, fields) in _PART_FIELDS.items()}
+
+
 def _fail(where: str, problem: str) -> InvalidMessage:
     return InvalidMessage(f"{where}: {problem}")
 
@@ -337,7 +341,22 @@ def parse_message(data: Mapping[str, JSON]) -> Message:
     return message
 
 
+def _check_fields(part: Part, where: str) -> None:
+    kind, fields = _FIELDS_BY_CLASS[type(part)]
+    if part.type != kind:
+        raise _fail(f"{where}.type", f"a {type(part).__name__} has type {kind!r}")
+    for name, (allowed, required) in fields.items():
+        value = getattr(part, name)
+        if allowed is object or (value is None and not required):
+            continue
+        if not isinstance(value, allowed):
+            raise _fail(f"{where}.{name}", f"has the wrong type {type(value).__name__}")
+    if not isinstance(part.extra, dict):
+        raise _fail(f"{where}.extra", "must be a dict")
+
+
 def _check_part(part: Part, where: str) -> None:
+    _check_fields(part, where)
     if isinstance(part, ToolCallPart):
         if not part.id or not part.name:
             raise _fail(where, "a tool call needs a non-empty id and name")
@@ -376,6 +395,8 @@ def check_message(message: Message) -> None:
     _check_parts(message)
     if not isinstance(message.metadata, dict):
         raise _fail("metadata", "must be an object")
+    if message.metadata:
+        check_object(message.metadata, "metadata", InvalidMessage)
     if not isinstance(message.created_at, datetime):
         raise _fail("created_at", "must be a datetime")
 

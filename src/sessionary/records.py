@@ -27,6 +27,7 @@ __all__ = [
     "SessionUpdate",
     "State",
     "StateLevel",
+    "check_object",
     "check_patch",
     "decode_cursor",
     "encode_cursor",
@@ -154,19 +155,22 @@ def encode_cursor(*values: Any) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, arity: int) -> list[Any]:
-    """Return the values an `encode_cursor` cursor holds.
+def decode_cursor(cursor: str, *types: type) -> list[Any]:
+    """Return the values an `encode_cursor` cursor holds, checking each one's type.
 
     Raises:
-        InvalidInput: If the cursor was not made by `encode_cursor` with `arity` values.
+        InvalidInput: If the cursor was not made by `encode_cursor` with values of `types`.
     """
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         values = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (ValueError, TypeError, AttributeError):
         raise InvalidInput("the page cursor is malformed") from None
-    if not isinstance(values, list) or len(values) != arity:
+    if not isinstance(values, list) or len(values) != len(types):
         raise InvalidInput("the page cursor is malformed")
+    for value, kind in zip(values, types, strict=True):
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise InvalidInput("the page cursor is malformed")
     return values
 
 
@@ -187,19 +191,43 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+def _check_keys(value: Any, what: str, error: type[InvalidInput]) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise error(f"{what} has a key that is not a string: {key!r}")
+            _check_keys(item, what, error)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_keys(item, what, error)
+
+
+def check_object(value: Any, what: str, error: type[InvalidInput] = InvalidInput) -> dict[str, Any]:
+    """Return `value` as a dict if it is a JSON object, else raise `error`.
+
+    A JSON object here is a mapping with string keys whose values are JSON (no sets,
+    no NaN, no objects of other types), all the way down.
+
+    Raises:
+        InvalidInput: (or the given subclass) If `value` is not a JSON object.
+    """
+    if not isinstance(value, Mapping):
+        raise error(f"{what} must be an object, not {type(value).__name__}")
+    _check_keys(value, what, error)
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise error(f"{what} must hold only JSON values: {exc}") from None
+    return dict(value)
+
+
 def check_patch(patch: Any) -> dict[str, Any]:
-    """Return `patch` if it is a JSON object that serialises, else raise `InvalidPatch`.
+    """Return `patch` if it is a JSON object, else raise `InvalidPatch`.
 
     Raises:
         InvalidPatch: If the patch is not a JSON object of JSON values.
     """
-    if not isinstance(patch, Mapping):
-        raise InvalidPatch(f"a state patch must be an object, not {type(patch).__name__}")
-    try:
-        json.dumps(patch, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidPatch(f"a state patch must hold only JSON values: {exc}") from None
-    return dict(patch)
+    return check_object(patch, "a state patch", InvalidPatch)
 
 
 _INFO_TIMES = ("created_at", "updated_at", "ended_at")

@@ -23,6 +23,7 @@ from sessionary.records import (
     SessionInfo,
     State,
     StateLevel,
+    check_patch,
 )
 from sessionary.stores._common import check_limit
 from sessionary.stores.base import AsyncStore
@@ -245,5 +246,5 @@ class AsyncSession:
             VersionConflict: If `expected_version` no longer holds.
         """
         return await self._store.update_state(
-            self._scope, level, self._id, dict(patch), expected_version
+            self._scope, level, self._id, check_patch(patch), expected_version
         )

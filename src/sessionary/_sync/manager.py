@@ -29,6 +29,8 @@ from sessionary.records import (
     SessionUpdate,
     State,
     StateLevel,
+    check_object,
+    check_patch,
     info_from_dict,
     info_to_dict,
 )
@@ -110,7 +112,7 @@ class SessionManager:
             parent_session_id=parent_session_id,
             model=model,
             source=source,
-            metadata=dict(metadata or {}),
+            metadata=check_object(metadata or {}, "session metadata"),
         )
         created = self.store.create_session(self.scope, info)
         return self.session(created.id)
@@ -165,7 +167,7 @@ class SessionManager:
 
     def set_metadata(self, session_id: str, metadata: Mapping[str, Any]) -> SessionInfo:
         """Replace a session's metadata."""
-        update = SessionUpdate(metadata=dict(metadata))
+        update = SessionUpdate(metadata=check_object(metadata, "session metadata"))
         return self.store.update_session(self.scope, session_id, update)
 
     def end(self, session_id: str, reason: str = "completed") -> SessionInfo:
@@ -260,7 +262,9 @@ class SessionManager:
         level: StateLevel = "user",
     ) -> State:
         """Merge-patch this scope's user state (or with `level="app"` the tenant's)."""
-        return self.store.update_state(self.scope, level, None, dict(patch), expected_version)
+        return self.store.update_state(
+            self.scope, level, None, check_patch(patch), expected_version
+        )
 
     # ------------------------------------------------------------------ export and import
 

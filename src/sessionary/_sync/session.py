@@ -26,6 +26,7 @@ from sessionary.records import (
     SessionInfo,
     State,
     StateLevel,
+    check_patch,
 )
 from sessionary.stores._common import check_limit
 from sessionary.window import orphan_results, pair_safe_start
@@ -244,4 +245,6 @@ class Session:
             InvalidPatch: If `patch` is not a JSON object.
             VersionConflict: If `expected_version` no longer holds.
         """
-        return self._store.update_state(self._scope, level, self._id, dict(patch), expected_version)
+        return self._store.update_state(
+            self._scope, level, self._id, check_patch(patch), expected_version
+        )

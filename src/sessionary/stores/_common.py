@@ -11,7 +11,7 @@ from typing import Any
 from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge
 from sessionary.ids import check_id
 from sessionary.model import Message, check_message, encode_body, message_text, to_micros
-from sessionary.records import SessionInfo, State, StateLevel
+from sessionary.records import SessionInfo, State, StateLevel, check_object
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -108,8 +108,7 @@ def check_session_fields(info: SessionInfo) -> None:
         check_id(info.parent_session_id, "parent session id")
     for name in ("name", "model", "source", "end_reason"):
         check_label(getattr(info, name), name)
-    if not isinstance(info.metadata, dict):
-        raise InvalidInput("session metadata must be an object")
+    check_object(info.metadata, "session metadata")
 
 
 def check_label(value: object, what: str) -> None:

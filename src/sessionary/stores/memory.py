@@ -125,12 +125,14 @@ class MemoryEngine:
             key = (scope.tenant, scope.user, info.id)
             if key in self._sessions:
                 raise AlreadyExists(f"session {info.id!r} already exists")
-            now = datetime.now(UTC)
-            row = replace(copy.deepcopy(info), head_id=None, message_count=0, version=1)
-            row.created_at = row.created_at or now
-            row.updated_at = row.updated_at or row.created_at
-            self._sessions[key] = _Session(row)
+            self._sessions[key] = _Session(self._new_row(replace(info, version=1)))
             return self._info(self._sessions[key])
+
+    def _new_row(self, info: SessionInfo) -> SessionInfo:
+        row = replace(copy.deepcopy(info), head_id=None, message_count=0)
+        row.created_at = row.created_at or datetime.now(UTC)
+        row.updated_at = row.updated_at or row.created_at
+        return row
 
     def get_session(self, scope: Scope, session_id: str) -> SessionInfo | None:
         with self._lock:
@@ -149,7 +151,7 @@ class MemoryEngine:
             ]
         rows.sort(key=lambda i: (to_micros(_when(i.updated_at)), i.id), reverse=True)
         if cursor is not None:
-            after_us, after_id = decode_cursor(cursor, 2)
+            after_us, after_id = decode_cursor(cursor, int, str)
             rows = [
                 r for r in rows if (to_micros(_when(r.updated_at)), r.id) < (after_us, after_id)
             ]
@@ -349,7 +351,7 @@ class MemoryEngine:
         self, scope: Scope, session_id: str, cursor: str | None, limit: int
     ) -> tuple[list[Message], str | None]:
         check_limit(limit)
-        after = tuple(decode_cursor(cursor, 2)) if cursor is not None else (-1, 0)
+        after = tuple(decode_cursor(cursor, int, int)) if cursor is not None else (-1, 0)
         with self._lock:
             sess = self._session(scope, session_id)
             ordered = sorted((n.depth, n.seq, n) for n in sess.nodes.values())
@@ -445,7 +447,7 @@ class MemoryEngine:
             key = (scope.tenant, scope.user, info.id)
             if key in self._sessions:
                 raise AlreadyExists(f"session {info.id!r} already exists")
-            sess = _Session(copy.deepcopy(info))
+            sess = _Session(self._new_row(info))
             for item in prepared:
                 parent = item.message.parent_id
                 if parent is not None and parent not in sess.nodes:

@@ -227,17 +227,21 @@ class SQLiteEngine:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, holding SQLite's write lock from its first statement."""
+        """One write transaction, holding SQLite's write lock from its first statement.
+
+        Anything that fails, the COMMIT included, rolls the whole transaction back.
+        """
         with self._lock:
             db = self._db
             try:
                 db.execute("BEGIN IMMEDIATE")
                 try:
                     yield db
+                    db.execute("COMMIT")
                 except BaseException:
-                    db.execute("ROLLBACK")
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
                     raise
-                db.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise _store_error(self.path, exc) from exc
 
@@ -251,7 +255,8 @@ class SQLiteEngine:
                 try:
                     yield db
                 finally:
-                    db.execute("COMMIT")
+                    if db.in_transaction:
+                        db.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise _store_error(self.path, exc) from exc
 
@@ -283,7 +288,8 @@ class SQLiteEngine:
         cur = db.execute(
             "INSERT INTO sessions (tenant, user_id, id, name, parent_session_id, model, source, "
             "metadata, created_us, updated_us, ended_us, end_reason, input_tokens, "
-            "output_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "output_tokens, cost, version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (tenant, user_id, id) DO NOTHING",
             (
                 scope.tenant,
@@ -301,6 +307,7 @@ class SQLiteEngine:
                 info.input_tokens,
                 info.output_tokens,
                 info.cost,
+                info.version,
             ),
         )
         if cur.rowcount != 1:
@@ -335,7 +342,7 @@ class SQLiteEngine:
         if where.ended is not None:
             clauses.append("end_reason IS NOT NULL" if where.ended else "end_reason IS NULL")
         if cursor is not None:
-            after_us, after_id = decode_cursor(cursor, 2)
+            after_us, after_id = decode_cursor(cursor, int, str)
             clauses.append("(updated_us, id) < (?, ?)")
             params.extend([after_us, after_id])
         sql = (
@@ -659,7 +666,7 @@ class SQLiteEngine:
         self, scope: Scope, session_id: str, cursor: str | None, limit: int
     ) -> tuple[list[Message], str | None]:
         check_limit(limit)
-        depth, seq = decode_cursor(cursor, 2) if cursor is not None else (-1, 0)
+        depth, seq = decode_cursor(cursor, int, int) if cursor is not None else (-1, 0)
         with self._read() as db:
             pk = self._session_pk(db, scope, session_id)
             rows = db.execute(

@@ -246,6 +246,8 @@ class AsyncSessionManager:
             Unsupported: If the store has no full-text search.
         """
         parsed = parse_query(query)
+        if session_id is not None:
+            check_id(session_id, "session id")
         return await self.store.search(self.scope, parsed, limit, session_id, role)
 
     async def get_state(self, level: StateLevel = "user") -> State:

@@ -451,20 +451,44 @@ def encode_body(message: Message) -> str:
         ) from None
 
 
+_DECODERS: dict[str, tuple[type, frozenset[str]]] = {
+    kind: (cls, frozenset(fields) | {"type"}) for kind, (cls, fields) in _PART_FIELDS.items()
+}
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def _load_part(raw: dict[str, JSON]) -> Part:
+    """Rebuild a stored part without re-checking it (it was checked when written).
+
+    The parsed dict becomes the instance's `__dict__`; fields left out when the part was
+    written (None values) fall back to the dataclass's class-level defaults.
+    """
+    cls, known = _DECODERS[raw["type"]]
+    if raw.keys() <= known:
+        raw["extra"] = {}
+        values = raw
+    else:
+        values = {k: v for k, v in raw.items() if k in known}
+        values["extra"] = {k: v for k, v in raw.items() if k not in known}
+    part: Any = object.__new__(cls)
+    part.__dict__ = values
+    return cast(Part, part)
+
+
 def decode_body(id: str, role: str, created_us: int, body: str, parent_id: str | None) -> Message:
-    """Rebuild a stored message from its columns and body JSON."""
-    data = json.loads(body)
-    parts = [_parse_part(p, f"parts[{i}]") for i, p in enumerate(data.pop("parts", []))]
-    metadata = data.pop("metadata", {})
-    return Message(
-        role=cast(Role, role),
-        parts=parts,
-        id=id,
-        metadata=metadata,
-        created_at=from_micros(created_us),
-        parent_id=parent_id,
-        extra=data,
-    )
+    """Rebuild a stored message from its columns and body JSON (trusted: checked on write)."""
+    data = _raw_decode(body)[0]
+    message = object.__new__(Message)
+    message.__dict__ = {
+        "role": role,
+        "parts": [_load_part(p) for p in data.pop("parts", ())],
+        "id": id,
+        "metadata": data.pop("metadata", None) or {},
+        "created_at": _EPOCH + timedelta(microseconds=created_us),
+        "parent_id": parent_id,
+        "extra": data,
+    }
+    return message
 
 
 def _json_text(value: JSON) -> str:

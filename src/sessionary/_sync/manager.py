@@ -248,6 +248,8 @@ class SessionManager:
             Unsupported: If the store has no full-text search.
         """
         parsed = parse_query(query)
+        if session_id is not None:
+            check_id(session_id, "session id")
         return self.store.search(self.scope, parsed, limit, session_id, role)
 
     def get_state(self, level: StateLevel = "user") -> State:

@@ -53,6 +53,7 @@ from sessionary.stores._common import (
     check_session_fields,
     empty_state,
     encode_json,
+    gc_paused,
     prepare_messages,
     state_owner,
 )
@@ -318,7 +319,8 @@ class MemoryEngine:
                 node = sess.nodes[current]
                 path.append(node)
                 current = node.parent
-            return [node.message() for node in reversed(path)]
+            with gc_paused():
+                return [node.message() for node in reversed(path)]
 
     def _leaf(self, sess: _Session, leaf: str | None) -> str | None:
         if leaf is None:
@@ -373,6 +375,8 @@ class MemoryEngine:
         check_limit(limit)
         hits: list[tuple[float, int, SearchHit]] = []
         with self._lock:
+            if session_id is not None:
+                self._session(scope, session_id)
             for (tenant, user, sid), sess in self._sessions.items():
                 if tenant != scope.tenant or user != scope.user:
                     continue

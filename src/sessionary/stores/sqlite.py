@@ -62,6 +62,7 @@ from sessionary.stores._common import (
     check_session_fields,
     empty_state,
     encode_json,
+    gc_paused,
     prepare_messages,
     state_owner,
 )
@@ -80,15 +81,14 @@ _SESSION_COLUMNS = (
     "head_id, message_count, version"
 )
 _PATH_SQL = """
-WITH RECURSIVE path (seq, parent_seq, n) AS (
-    SELECT seq, parent_seq, 1 FROM messages WHERE seq = ?
+WITH RECURSIVE path (n, parent_seq, id, role, created_us, data) AS (
+    SELECT 1, parent_seq, id, role, created_us, data FROM messages WHERE seq = ?
     UNION ALL
-    SELECT m.seq, m.parent_seq, path.n + 1 FROM messages AS m JOIN path ON m.seq = path.parent_seq
+    SELECT path.n + 1, m.parent_seq, m.id, m.role, m.created_us, m.data
+    FROM messages AS m JOIN path ON m.seq = path.parent_seq
     WHERE path.n < ?
 )
-SELECT m.id, m.role, m.created_us, m.data, p.id
-FROM path JOIN messages AS m ON m.seq = path.seq LEFT JOIN messages AS p ON p.seq = m.parent_seq
-ORDER BY path.n DESC
+SELECT n, parent_seq, id, role, created_us, data FROM path
 """
 _MESSAGE_SQL = """
 SELECT m.id, m.role, m.created_us, m.data, p.id
@@ -110,6 +110,10 @@ def _stored_copy(message: Message, parent_id: str | None) -> Message:
     stored.__dict__.update(message.__dict__)
     stored.parent_id = parent_id
     return stored
+
+
+def _first(row: Sequence[Any]) -> Any:
+    return row[0]
 
 
 def _message(row: Sequence[Any]) -> Message:
@@ -614,37 +618,74 @@ class SQLiteEngine:
             ).fetchone()
             return None if row is None else _message(row)
 
+    def _leaf(
+        self, db: sqlite3.Connection, scope: Scope, session_id: str, leaf: str | None
+    ) -> tuple[int | None, int, bool]:
+        """Return (seq, depth) of `leaf` (the head when None) and whether the session is linear.
+
+        A session is linear when it is one chain: its head is its deepest message and
+        every message lies on the head's path, so a path is a range of the depth index.
+        """
+        row = db.execute(
+            "SELECT pk, head_seq, head_depth, message_count = head_depth + 1 FROM sessions "
+            "WHERE tenant = ? AND user_id = ? AND id = ?",
+            (scope.tenant, scope.user, session_id),
+        ).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        if leaf is None:
+            return row[1], row[2], bool(row[3])
+        found = db.execute(
+            "SELECT seq, depth FROM messages WHERE session_pk = ? AND id = ?", (row[0], leaf)
+        ).fetchone()
+        if found is None:
+            raise MessageNotFound(f"no message {leaf!r} in session {session_id!r}")
+        return found[0], found[1], bool(row[3])
+
     def _leaf_seq(
         self, db: sqlite3.Connection, scope: Scope, session_id: str, leaf: str | None
     ) -> tuple[int | None, int]:
         """Return (seq, depth) of `leaf`, or of the head when `leaf` is None."""
-        if leaf is None:
-            row = db.execute(
-                "SELECT head_seq, head_depth FROM sessions "
-                "WHERE tenant = ? AND user_id = ? AND id = ?",
-                (scope.tenant, scope.user, session_id),
-            ).fetchone()
-            if row is None:
-                raise SessionNotFound(f"no session {session_id!r} in this scope")
-            return row[0], row[1]
-        pk = self._session_pk(db, scope, session_id)
-        found = db.execute(
-            "SELECT seq, depth FROM messages WHERE session_pk = ? AND id = ?", (pk, leaf)
-        ).fetchone()
-        if found is None:
-            raise MessageNotFound(f"no message {leaf!r} in session {session_id!r}")
-        return found[0], found[1]
+        seq, depth, _ = self._leaf(db, scope, session_id, leaf)
+        return seq, depth
 
     def get_path(
         self, scope: Scope, session_id: str, leaf: str | None, limit: int | None
     ) -> list[Message]:
         check_limit(limit)
         with self._read() as db:
-            seq, _ = self._leaf_seq(db, scope, session_id, leaf)
+            seq, depth, linear = self._leaf(db, scope, session_id, leaf)
             if seq is None:
                 return []
-            rows = db.execute(_PATH_SQL, (seq, limit or _FOREVER)).fetchall()
-        return [_message(r) for r in rows]
+            if linear:
+                rows = self._linear_path(db, seq, depth, limit)
+            else:
+                rows = db.execute(_PATH_SQL, (seq, limit or _FOREVER)).fetchall()
+                rows.sort(key=_first)  # the walk yields leaf first
+            top = rows[-1][1]
+            parent_id = None
+            if top is not None:
+                parent_id = db.execute("SELECT id FROM messages WHERE seq = ?", (top,)).fetchone()[
+                    0
+                ]
+        out: list[Message] = []
+        with gc_paused():
+            for _, _, mid, role, created_us, data in reversed(rows):
+                out.append(decode_body(mid, role, created_us, data, parent_id))
+                parent_id = mid
+        return out
+
+    def _linear_path(
+        self, db: sqlite3.Connection, seq: int, depth: int, limit: int | None
+    ) -> list[Any]:
+        """The path of a session that is one chain: a range of its depth index, no walk."""
+        low = 0 if limit is None else max(0, depth - limit + 1)
+        return db.execute(
+            "SELECT -depth, parent_seq, id, role, created_us, data FROM messages "
+            "WHERE session_pk = (SELECT session_pk FROM messages WHERE seq = ?) "
+            "AND depth BETWEEN ? AND ? ORDER BY depth DESC",
+            (seq, low, depth),
+        ).fetchall()
 
     def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
         with self._read() as db:
@@ -677,7 +718,8 @@ class SQLiteEngine:
                 (pk, depth, seq, limit),
             ).fetchall()
         next_cursor = encode_cursor(rows[-1][5], rows[-1][6]) if len(rows) == limit else None
-        return [_message(r) for r in rows], next_cursor
+        with gc_paused():
+            return [_message(r) for r in rows], next_cursor
 
     # ------------------------------------------------------------------ search
 
@@ -757,6 +799,8 @@ class SQLiteEngine:
             params.append(role)
         sql += " ORDER BY bm25(messages_fts), m.seq LIMIT ?"
         with self._read() as db:
+            if session_id is not None:
+                self._session_pk(db, scope, session_id)
             rows = db.execute(sql, (*params, limit)).fetchall()
         return [SearchHit(r[0], r[1], r[2], r[4], -float(r[5]), from_micros(r[3])) for r in rows]
 

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from sessionary.errors import AlreadyExists, InvalidInput, SessionNotFound
+from sessionary.errors import AlreadyExists, InvalidInput, InvalidURL, SessionNotFound
 from sessionary.ids import check_id, new_id
 from sessionary.model import Message, parse_message
 from sessionary.query import parse_query
@@ -29,7 +29,7 @@ from sessionary.records import (
     info_from_dict,
     info_to_dict,
 )
-from sessionary.session import AsyncSession
+from sessionary.session import AsyncSession, check_role
 from sessionary.stores._common import check_limit
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.registry import open_async_store
@@ -58,6 +58,8 @@ class AsyncSessionManager:
         user: str = "default",
     ) -> None:
         self.scope = Scope(tenant, user)
+        if not isinstance(store, str) and not hasattr(store, "capabilities"):
+            raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
         self._owns_store = isinstance(store, str)
         self.store: AsyncStore = open_async_store(store) if isinstance(store, str) else store
 
@@ -74,8 +76,8 @@ class AsyncSessionManager:
 
     def for_user(self, user: str, *, tenant: str | None = None) -> AsyncSessionManager:
         """Return a manager for another user (and tenant) sharing this one's store."""
-        other = AsyncSessionManager(self.store, tenant=tenant or self.scope.tenant, user=user)
-        return other
+        tenant = self.scope.tenant if tenant is None else tenant
+        return AsyncSessionManager(self.store, tenant=tenant, user=user)
 
     # ------------------------------------------------------------------ registry
 
@@ -150,6 +152,8 @@ class AsyncSessionManager:
             ended: Only ended (True) or open (False) sessions.
         """
         check_limit(limit)
+        if parent_session_id is not None:
+            check_id(parent_session_id, "parent session id")
         where = SessionFilter(name, model, source, parent_session_id, ended)
         return await self.store.list_sessions(self.scope, where, limit, cursor)
 
@@ -161,19 +165,19 @@ class AsyncSessionManager:
         """
         if not isinstance(name, str):
             raise InvalidInput("a session name must be a string")
-        return await self.store.update_session(self.scope, session_id, SessionUpdate(name=name))
+        return await self._update(session_id, SessionUpdate(name=name))
 
     async def set_metadata(self, session_id: str, metadata: Mapping[str, Any]) -> SessionInfo:
         """Replace a session's metadata."""
-        update = SessionUpdate(metadata=check_object(metadata, "session metadata"))
-        return await self.store.update_session(self.scope, session_id, update)
+        return await self._update(
+            session_id, SessionUpdate(metadata=check_object(metadata, "session metadata"))
+        )
 
     async def end(self, session_id: str, reason: str = "completed") -> SessionInfo:
         """Mark a session ended, with a reason (its messages stay readable)."""
         if not isinstance(reason, str) or not reason:
             raise InvalidInput("an end reason must be a non-empty string")
-        update = SessionUpdate(end_reason=reason)
-        return await self.store.update_session(self.scope, session_id, update)
+        return await self._update(session_id, SessionUpdate(end_reason=reason))
 
     async def add_usage(
         self, session_id: str, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
@@ -187,7 +191,12 @@ class AsyncSessionManager:
         update = SessionUpdate(
             add_input_tokens=input_tokens, add_output_tokens=output_tokens, add_cost=float(cost)
         )
-        return await self.store.update_session(self.scope, session_id, update)
+        return await self._update(session_id, update)
+
+    async def _update(self, session_id: str, update: SessionUpdate) -> SessionInfo:
+        return await self.store.update_session(
+            self.scope, check_id(session_id, "session id"), update
+        )
 
     async def delete(self, session_id: str) -> bool:
         """Delete a session with its messages, state and search rows; False if absent."""
@@ -213,6 +222,8 @@ class AsyncSessionManager:
         source = await self.get(session_id)
         if source is None:
             raise SessionNotFound(f"no session {session_id!r} in this scope")
+        if at_message_id is not None:
+            check_id(at_message_id, "message id")
         path = await self.store.get_path(self.scope, session_id, at_message_id, None)
         state = await self.store.get_state(self.scope, "session", session_id)
         info = SessionInfo(
@@ -248,7 +259,7 @@ class AsyncSessionManager:
         parsed = parse_query(query)
         if session_id is not None:
             check_id(session_id, "session id")
-        return await self.store.search(self.scope, parsed, limit, session_id, role)
+        return await self.store.search(self.scope, parsed, limit, session_id, check_role(role))
 
     async def get_state(self, level: StateLevel = "user") -> State:
         """Return this scope's user state, or with `level="app"` the tenant's."""
@@ -275,7 +286,7 @@ class AsyncSessionManager:
         `message` record per message, parents before children.
         """
         if session_id is not None:
-            ids = [session_id]
+            ids = [check_id(session_id, "session id")]
         else:
             ids = []
             cursor = None

@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sessionary.errors import InvalidMessage, SessionNotFound
+from sessionary.errors import InvalidInput, InvalidMessage, SessionNotFound
 from sessionary.ids import check_id
-from sessionary.model import Message, parse_message
+from sessionary.model import ROLES, Message, parse_message
 from sessionary.query import parse_query
 from sessionary.records import (
     ANY,
     HEAD,
     Expected,
+    Head,
     Parent,
     Scope,
     SearchHit,
@@ -29,7 +30,50 @@ from sessionary.stores._common import check_limit
 from sessionary.stores.base import AsyncStore
 from sessionary.window import orphan_results, pair_safe_start
 
-__all__ = ["AsyncSession", "coerce_message"]
+__all__ = [
+    "AsyncSession",
+    "check_expected_head",
+    "check_parent",
+    "check_role",
+    "coerce_message",
+]
+
+
+def check_parent(parent: object) -> Parent:
+    """Return `parent` if it is `HEAD`, None or a well-formed message id.
+
+    Raises:
+        InvalidId: If `parent` is a malformed id.
+    """
+    if parent is Head.HEAD or parent is None:
+        return parent
+    return check_id(parent, "parent message id")
+
+
+def check_expected_head(expected: object) -> Expected:
+    """Return `expected` if it is `ANY`, None or a well-formed message id.
+
+    Raises:
+        InvalidId: If `expected` is a malformed id.
+    """
+    if expected is Head.ANY or expected is None:
+        return expected
+    return check_id(expected, "expected head id")
+
+
+def check_role(role: str | None) -> str | None:
+    """Return `role` if it is None or one of the message roles.
+
+    Raises:
+        InvalidInput: If `role` is not a role.
+    """
+    if role is not None and role not in ROLES:
+        raise InvalidInput(f"role must be one of {sorted(ROLES)}, not {role!r}")
+    return role
+
+
+def _optional_id(value: str | None, what: str) -> str | None:
+    return None if value is None else check_id(value, what)
 
 
 def coerce_message(message: Message | Mapping[str, Any]) -> Message:
@@ -103,7 +147,11 @@ class AsyncSession:
             HeadConflict: If `expected_head` no longer holds.
         """
         stored = await self._store.append(
-            self._scope, self._id, [coerce_message(message)], parent, expected_head
+            self._scope,
+            self._id,
+            [coerce_message(message)],
+            check_parent(parent),
+            check_expected_head(expected_head),
         )
         return stored[0]
 
@@ -124,7 +172,9 @@ class AsyncSession:
         batch = [coerce_message(m) for m in messages]
         if not batch:
             return []
-        return await self._store.append(self._scope, self._id, batch, parent, expected_head)
+        return await self._store.append(
+            self._scope, self._id, batch, check_parent(parent), check_expected_head(expected_head)
+        )
 
     async def update(self, message: Message | Mapping[str, Any]) -> Message:
         """Replace a stored message's parts and metadata (its role and place stay).
@@ -144,7 +194,9 @@ class AsyncSession:
         Raises:
             MessageNotFound: If no message with that id is in this session.
         """
-        return await self._store.delete_message(self._scope, self._id, message_id)
+        return await self._store.delete_message(
+            self._scope, self._id, check_id(message_id, "message id")
+        )
 
     async def clear(self) -> int:
         """Delete every message of the session (state and registry row stay)."""
@@ -156,13 +208,15 @@ class AsyncSession:
         Raises:
             MessageNotFound: If no message with that id is in this session.
         """
-        await self._store.set_head(self._scope, self._id, message_id)
+        await self._store.set_head(self._scope, self._id, _optional_id(message_id, "message id"))
 
     # ------------------------------------------------------------------ reads
 
     async def get_message(self, message_id: str) -> Message | None:
         """Return one message, or None."""
-        return await self._store.get_message(self._scope, self._id, message_id)
+        return await self._store.get_message(
+            self._scope, self._id, check_id(message_id, "message id")
+        )
 
     async def head(self) -> Message | None:
         """Return the head message, or None for an empty session."""
@@ -179,6 +233,7 @@ class AsyncSession:
             MessageNotFound: If `leaf` is not in this session.
         """
         check_limit(limit)
+        leaf = _optional_id(leaf, "leaf message id")
         window = await self._store.get_path(self._scope, self._id, leaf, limit)
         if limit is None:
             return window
@@ -199,11 +254,15 @@ class AsyncSession:
         Raises:
             MessageNotFound: If no message with that id is in this session.
         """
-        return await self._store.get_children(self._scope, self._id, message_id)
+        return await self._store.get_children(
+            self._scope, self._id, check_id(message_id, "message id")
+        )
 
     async def path_length(self, leaf: str | None = None) -> int:
         """Return how many messages lie on the path from the root to `leaf` (or the head)."""
-        return await self._store.get_path_length(self._scope, self._id, leaf)
+        return await self._store.get_path_length(
+            self._scope, self._id, _optional_id(leaf, "leaf message id")
+        )
 
     async def message_count(self) -> int:
         """Return how many messages the session holds, on every branch."""
@@ -219,7 +278,7 @@ class AsyncSession:
             Unsupported: If the store has no full-text search.
         """
         parsed = parse_query(query)
-        return await self._store.search(self._scope, parsed, limit, self._id, role)
+        return await self._store.search(self._scope, parsed, limit, self._id, check_role(role))
 
     # ------------------------------------------------------------------ state
 

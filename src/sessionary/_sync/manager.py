@@ -13,10 +13,10 @@ import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from sessionary._sync.session import Session
+from sessionary._sync.session import Session, check_role
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.registry import open_store
-from sessionary.errors import AlreadyExists, InvalidInput, SessionNotFound
+from sessionary.errors import AlreadyExists, InvalidInput, InvalidURL, SessionNotFound
 from sessionary.ids import check_id, new_id
 from sessionary.model import Message, parse_message
 from sessionary.query import parse_query
@@ -60,6 +60,8 @@ class SessionManager:
         user: str = "default",
     ) -> None:
         self.scope = Scope(tenant, user)
+        if not isinstance(store, str) and not hasattr(store, "capabilities"):
+            raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
         self._owns_store = isinstance(store, str)
         self.store: Store = open_store(store) if isinstance(store, str) else store
 
@@ -76,8 +78,8 @@ class SessionManager:
 
     def for_user(self, user: str, *, tenant: str | None = None) -> SessionManager:
         """Return a manager for another user (and tenant) sharing this one's store."""
-        other = SessionManager(self.store, tenant=tenant or self.scope.tenant, user=user)
-        return other
+        tenant = self.scope.tenant if tenant is None else tenant
+        return SessionManager(self.store, tenant=tenant, user=user)
 
     # ------------------------------------------------------------------ registry
 
@@ -152,6 +154,8 @@ class SessionManager:
             ended: Only ended (True) or open (False) sessions.
         """
         check_limit(limit)
+        if parent_session_id is not None:
+            check_id(parent_session_id, "parent session id")
         where = SessionFilter(name, model, source, parent_session_id, ended)
         return self.store.list_sessions(self.scope, where, limit, cursor)
 
@@ -163,19 +167,19 @@ class SessionManager:
         """
         if not isinstance(name, str):
             raise InvalidInput("a session name must be a string")
-        return self.store.update_session(self.scope, session_id, SessionUpdate(name=name))
+        return self._update(session_id, SessionUpdate(name=name))
 
     def set_metadata(self, session_id: str, metadata: Mapping[str, Any]) -> SessionInfo:
         """Replace a session's metadata."""
-        update = SessionUpdate(metadata=check_object(metadata, "session metadata"))
-        return self.store.update_session(self.scope, session_id, update)
+        return self._update(
+            session_id, SessionUpdate(metadata=check_object(metadata, "session metadata"))
+        )
 
     def end(self, session_id: str, reason: str = "completed") -> SessionInfo:
         """Mark a session ended, with a reason (its messages stay readable)."""
         if not isinstance(reason, str) or not reason:
             raise InvalidInput("an end reason must be a non-empty string")
-        update = SessionUpdate(end_reason=reason)
-        return self.store.update_session(self.scope, session_id, update)
+        return self._update(session_id, SessionUpdate(end_reason=reason))
 
     def add_usage(
         self, session_id: str, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
@@ -189,7 +193,10 @@ class SessionManager:
         update = SessionUpdate(
             add_input_tokens=input_tokens, add_output_tokens=output_tokens, add_cost=float(cost)
         )
-        return self.store.update_session(self.scope, session_id, update)
+        return self._update(session_id, update)
+
+    def _update(self, session_id: str, update: SessionUpdate) -> SessionInfo:
+        return self.store.update_session(self.scope, check_id(session_id, "session id"), update)
 
     def delete(self, session_id: str) -> bool:
         """Delete a session with its messages, state and search rows; False if absent."""
@@ -215,6 +222,8 @@ class SessionManager:
         source = self.get(session_id)
         if source is None:
             raise SessionNotFound(f"no session {session_id!r} in this scope")
+        if at_message_id is not None:
+            check_id(at_message_id, "message id")
         path = self.store.get_path(self.scope, session_id, at_message_id, None)
         state = self.store.get_state(self.scope, "session", session_id)
         info = SessionInfo(
@@ -250,7 +259,7 @@ class SessionManager:
         parsed = parse_query(query)
         if session_id is not None:
             check_id(session_id, "session id")
-        return self.store.search(self.scope, parsed, limit, session_id, role)
+        return self.store.search(self.scope, parsed, limit, session_id, check_role(role))
 
     def get_state(self, level: StateLevel = "user") -> State:
         """Return this scope's user state, or with `level="app"` the tenant's."""
@@ -277,7 +286,7 @@ class SessionManager:
         `message` record per message, parents before children.
         """
         if session_id is not None:
-            ids = [session_id]
+            ids = [check_id(session_id, "session id")]
         else:
             ids = []
             cursor = None

@@ -30,9 +30,10 @@ from sessionary.records import (
     info_to_dict,
 )
 from sessionary.session import AsyncSession, check_role
-from sessionary.stores._common import check_limit
+from sessionary.stores._common import check_cost, check_count, check_limit
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.registry import open_async_store
+from sessionary.window import splits_tool_turn
 
 __all__ = ["DEFAULT_URL", "AsyncSessionManager"]
 
@@ -183,11 +184,9 @@ class AsyncSessionManager:
         self, session_id: str, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
     ) -> SessionInfo:
         """Add to a session's token and cost counters, atomically."""
-        for value, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInput(f"{what} must be a non-negative integer")
-        if isinstance(cost, bool) or not isinstance(cost, int | float) or not cost >= 0:
-            raise InvalidInput("cost must be a non-negative number")
+        check_count(input_tokens, "input_tokens")
+        check_count(output_tokens, "output_tokens")
+        cost = check_cost(cost)
         update = SessionUpdate(
             add_input_tokens=input_tokens, add_output_tokens=output_tokens, add_cost=float(cost)
         )
@@ -213,11 +212,14 @@ class AsyncSessionManager:
         """Copy the path up to a message (default: the head) into a new session.
 
         The fork records `session_id` as its parent, keeps the messages' ids and times,
-        and starts with a copy of the session's state.
+        and starts with a copy of the session's state. A fork point partway through a
+        tool turn (some of an assistant message's calls answered, not all) is refused, so
+        a fork never separates a tool call from its result.
 
         Raises:
             SessionNotFound: If there is no such session.
             MessageNotFound: If `at_message_id` is not in it.
+            InvalidInput: If the fork point splits a tool turn.
         """
         source = await self.get(session_id)
         if source is None:
@@ -225,6 +227,11 @@ class AsyncSessionManager:
         if at_message_id is not None:
             check_id(at_message_id, "message id")
         path = await self.store.get_path(self.scope, session_id, at_message_id, None)
+        if splits_tool_turn(path):
+            raise InvalidInput(
+                f"forking at {path[-1].id!r} would separate tool calls from their results; "
+                "fork at the assistant message that made the calls, or after its last result"
+            )
         state = await self.store.get_state(self.scope, "session", session_id)
         info = SessionInfo(
             id=id if id is not None else new_id(),

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from sessionary.model import Message
 
-__all__ = ["orphan_results", "pair_safe_start"]
+__all__ = ["orphan_results", "pair_safe_start", "splits_tool_turn"]
 
 
 def orphan_results(messages: Sequence[Message]) -> set[str]:
@@ -36,3 +36,17 @@ def pair_safe_start(messages: Sequence[Message], start: int) -> int:
         wanted -= {call.id for call in message.tool_calls}
         wanted |= {r.call_id for r in message.tool_results} - {c.id for c in message.tool_calls}
     return start
+
+
+def splits_tool_turn(path: Sequence[Message]) -> bool:
+    """Whether `path` ends partway through a tool turn: some calls answered, others not.
+
+    A path ending on the assistant message that made every unanswered call is a pending
+    turn, not a split one.
+    """
+    answered = {r.call_id for m in path for r in m.tool_results}
+    pending = {c.id for m in path for c in m.tool_calls} - answered
+    if not pending:
+        return False
+    last = path[-1]
+    return not pending <= {c.id for c in last.tool_calls}

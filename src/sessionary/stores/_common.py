@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge
@@ -19,7 +21,10 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "HIGHLIGHT",
     "Prepared",
+    "check_cost",
+    "check_count",
     "check_limit",
+    "check_totals",
     "check_session_fields",
     "encode_json",
     "gc_paused",
@@ -79,10 +84,10 @@ def prepare_messages(messages: Sequence[Message], max_bytes: int) -> list[Prepar
             raise InvalidMessage(f"message id {message.id!r} appears twice in one append")
         seen.add(message.id)
         body = encode_body(message)
-        if len(body) * 4 > max_bytes and len(body.encode()) > max_bytes:
+        size = check_text(body, f"message {message.id}", InvalidMessage)
+        if size > max_bytes:
             raise PayloadTooLarge(
-                f"message {message.id} is {len(body.encode())} bytes encoded; "
-                f"the limit is {max_bytes}"
+                f"message {message.id} is {size} bytes encoded; the limit is {max_bytes}"
             )
         prepared.append(
             Prepared(message, body, message_text(message), to_micros(message.created_at))
@@ -101,7 +106,7 @@ def encode_json(value: Any, what: str, max_bytes: int) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{what} must hold only JSON values: {exc}") from None
-    if len(text.encode()) > max_bytes:
+    if check_text(text, what) > max_bytes:
         raise PayloadTooLarge(f"{what} is over the limit of {max_bytes} bytes")
     return text
 
@@ -118,30 +123,93 @@ def check_limit(limit: int | None, what: str = "limit") -> None:
         raise InvalidInput(f"{what} must be a positive integer, got {limit!r}")
 
 
-def check_session_fields(info: SessionInfo) -> None:
-    """Check a new session's id and labels.
+MAX_COUNT = (1 << 63) - 1
+"""The largest token count a store keeps (a signed 64-bit integer, as SQL stores have)."""
+
+
+def check_count(value: object, what: str) -> int:
+    """Return `value` if it is a whole number from 0 to `MAX_COUNT`.
 
     Raises:
-        InvalidInput: If a field has the wrong type or holds control characters.
+        InvalidInput: If it is not.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise InvalidInput(f"{what} must be a whole number from 0 to 2**63-1, got {value!r}")
+    return value
+
+
+def check_totals(input_tokens: int, output_tokens: int, cost: float, update: Any) -> None:
+    """Refuse a usage update whose new totals a store could not hold exactly.
+
+    Raises:
+        InvalidInput: If a token total would pass `MAX_COUNT` or the cost would not be finite.
+    """
+    check_count(input_tokens + update.add_input_tokens, "the input_tokens total")
+    check_count(output_tokens + update.add_output_tokens, "the output_tokens total")
+    check_cost(cost + update.add_cost, "the cost total")
+
+
+def check_cost(value: object, what: str = "cost") -> float:
+    """Return `value` as a float if it is a finite number of at least 0.
+
+    Raises:
+        InvalidInput: If it is not.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"{what} must be a number, got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise InvalidInput(f"{what} must be a finite number of at least 0, got {value!r}")
+    return float(value)
+
+
+def check_session_fields(info: SessionInfo) -> None:
+    """Check a session row before it is stored: ids, labels, counters, times.
+
+    Raises:
+        InvalidInput: If a field has the wrong type or an impossible value.
     """
     check_id(info.id, "session id")
-    if info.parent_session_id is not None:
-        check_id(info.parent_session_id, "parent session id")
+    for name in ("parent_session_id", "head_id"):
+        if getattr(info, name) is not None:
+            check_id(getattr(info, name), name.replace("_", " "))
     for name in ("name", "model", "source", "end_reason"):
         check_label(getattr(info, name), name)
     check_object(info.metadata, "session metadata")
+    check_count(info.input_tokens, "input_tokens")
+    check_count(info.output_tokens, "output_tokens")
+    check_cost(info.cost)
+    if isinstance(info.version, bool) or not isinstance(info.version, int) or info.version < 1:
+        raise InvalidInput(
+            f"a session version must be a whole number of at least 1, got {info.version!r}"
+        )
+    for name in ("created_at", "updated_at", "ended_at"):
+        if getattr(info, name) is not None and not isinstance(getattr(info, name), datetime):
+            raise InvalidInput(f"{name} must be a datetime")
+
+
+def check_text(value: str, what: str, error: type[InvalidInput] = InvalidInput) -> int:
+    """Return the UTF-8 size of `value`, refusing text that is not valid Unicode.
+
+    Raises:
+        InvalidInput: (or `error`) If the text holds a lone surrogate.
+    """
+    try:
+        return len(value.encode())
+    except UnicodeEncodeError:
+        raise error(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
 
 
 def check_label(value: object, what: str) -> None:
     """Raise `InvalidInput` unless `value` is None or a one-line string of sane length.
 
     Raises:
-        InvalidInput: If `value` is not a short single-line string.
+        InvalidInput: If `value` is not a short single-line string of valid Unicode.
     """
     if value is None:
         return
     if not isinstance(value, str) or len(value) > 1000 or not _LABEL.match(value):
         raise InvalidInput(f"{what} must be a string of at most 1000 printable characters")
+    check_text(value, what)
 
 
 def state_owner(level: StateLevel, session_id: str | None) -> str:

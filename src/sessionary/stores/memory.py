@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -51,6 +52,7 @@ from sessionary.stores._common import (
     check_label,
     check_limit,
     check_session_fields,
+    check_totals,
     empty_state,
     encode_json,
     gc_paused,
@@ -172,6 +174,7 @@ class MemoryEngine:
         with self._lock:
             sess = self._session(scope, session_id)
             info = sess.info
+            check_totals(info.input_tokens, info.output_tokens, info.cost, update)
             if update.name is not None:
                 info.name = update.name
             if update.metadata is not None:
@@ -455,13 +458,13 @@ class MemoryEngine:
             for item in prepared:
                 parent = item.message.parent_id
                 if parent is not None and parent not in sess.nodes:
-                    raise MessageNotFound(
+                    raise InvalidInput(
                         f"message {item.message.id!r} names parent {parent!r}, "
                         "which is not earlier in the import"
                     )
                 self._insert_chain(sess, [item], parent)
             if info.head_id is not None and info.head_id not in sess.nodes:
-                raise MessageNotFound(f"head {info.head_id!r} is not among the imported messages")
+                raise InvalidInput(f"head {info.head_id!r} is not among the imported messages")
             sess.head = info.head_id
             self._sessions[key] = sess
             if state is not None and state.version:
@@ -489,9 +492,15 @@ def _matches(info: SessionInfo, where: SessionFilter) -> bool:
     return where.ended is None or where.ended == (info.end_reason is not None)
 
 
+def _fold(word: str) -> str:
+    """Case- and accent-fold a word, as SQLite's unicode61 tokenizer does by default."""
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def _term_hits(term: Term, tokens: list[str]) -> set[int]:
     """Return the token positions where `term` matches."""
-    wanted = [w.lower() for w in words(term.text)]
+    wanted = [_fold(w) for w in words(term.text)]
     if not wanted:
         return set()
     found: set[int] = set()
@@ -508,7 +517,7 @@ def _term_hits(term: Term, tokens: list[str]) -> set[int]:
 def _match(query: Query, text: str) -> tuple[int, str]:
     """Score `text` against `query`; return (0, "") when it does not match."""
     originals = words(text)
-    tokens = [w.lower() for w in originals]
+    tokens = [_fold(w) for w in originals]
     marked: set[int] = set()
     for group in query.groups:
         group_hits = set().union(*(_term_hits(t, tokens) for t in group))

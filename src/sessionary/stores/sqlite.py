@@ -60,6 +60,7 @@ from sessionary.stores._common import (
     check_label,
     check_limit,
     check_session_fields,
+    check_totals,
     empty_state,
     encode_json,
     gc_paused,
@@ -370,6 +371,10 @@ class SQLiteEngine:
         ended = to_micros(update.ended_at or datetime.now(UTC)) if update.end_reason else None
         with self._write() as db:
             pk = self._session_pk(db, scope, session_id)
+            totals = db.execute(
+                "SELECT input_tokens, output_tokens, cost FROM sessions WHERE pk = ?", (pk,)
+            ).fetchone()
+            check_totals(totals[0], totals[1], totals[2], update)
             db.execute(
                 "UPDATE sessions SET name = coalesce(?, name), metadata = coalesce(?, metadata), "
                 "end_reason = coalesce(?, end_reason), ended_us = coalesce(?, ended_us), "
@@ -871,7 +876,13 @@ class SQLiteEngine:
         with self._write() as db:
             pk = self._insert_session(db, scope, info)
             for item in prepared:
-                at = self._resolve_parent(db, pk, item.message.parent_id)
+                try:
+                    at = self._resolve_parent(db, pk, item.message.parent_id)
+                except MessageNotFound:
+                    raise InvalidInput(
+                        f"message {item.message.id!r} names parent {item.message.parent_id!r}, "
+                        "which is not earlier in the import"
+                    ) from None
                 self._insert_chain(db, pk, [item], at)
             if info.head_id is not None:
                 head = db.execute(
@@ -879,9 +890,7 @@ class SQLiteEngine:
                     (pk, info.head_id),
                 ).fetchone()
                 if head is None:
-                    raise MessageNotFound(
-                        f"head {info.head_id!r} is not among the imported messages"
-                    )
+                    raise InvalidInput(f"head {info.head_id!r} is not among the imported messages")
                 self._set_head_row(db, pk, head)
             db.execute(
                 "UPDATE sessions SET message_count = (SELECT count(*) FROM messages "

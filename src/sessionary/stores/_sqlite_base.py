@@ -1,0 +1,143 @@
+"""The SQLite engine's plumbing: the connection, its settings, migrations, transactions.
+
+Durability: the file runs in WAL mode with `synchronous=FULL` by default, so every
+acknowledged write has reached the disk. `durability="normal"` keeps the database
+consistent after any crash but may lose the last writes on power loss (not on a process
+crash) in exchange for several times the write rate.
+
+Concurrency: every write is one `BEGIN IMMEDIATE` transaction, so writers in any number
+of threads and processes are serialised by SQLite's own lock, and whatever a write reads
+(a session's head, a state version) cannot change before it commits.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sessionary.errors import InvalidInput, SchemaError, SessionNotFound
+from sessionary.records import Scope
+from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES
+from sessionary.stores._sqlite_rows import now_us, store_error
+from sessionary.stores._sqlite_schema import MIGRATIONS
+
+__all__ = ["SQLiteBase"]
+
+
+class SQLiteBase:
+    """One connection to one SQLite file, shared by the threads of one store."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        durability: str = "full",
+        busy_timeout: float = 30.0,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
+        if durability not in ("full", "normal"):
+            raise InvalidInput(f"durability must be 'full' or 'normal', not {durability!r}")
+        self.path = path
+        self.max_message_bytes = max_message_bytes
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(
+                path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=busy_timeout,
+                cached_statements=256,
+            )
+        except sqlite3.Error as exc:
+            raise store_error(path, exc) from exc
+        try:
+            self._configure(durability)
+            self._migrate()
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise store_error(path, exc) from exc
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _configure(self, durability: str) -> None:
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute(f"PRAGMA synchronous = {durability.upper()}")
+        self._db.execute("PRAGMA foreign_keys = OFF")
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_us INTEGER NOT NULL)"
+            )
+            (current,) = db.execute(
+                "SELECT coalesce(max(version), 0) FROM schema_migrations"
+            ).fetchone()
+            latest = MIGRATIONS[-1][0]
+            if current > latest:
+                raise SchemaError(
+                    f"{self.path} has schema version {current}, newer than this sessionary "
+                    f"understands ({latest}); upgrade sessionary"
+                )
+            for version, name, sql in MIGRATIONS:
+                if version <= current:
+                    continue
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_us) VALUES (?, ?, ?)",
+                    (version, name, now_us()),
+                )
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, holding SQLite's write lock from its first statement.
+
+        Anything that fails, the COMMIT included, rolls the whole transaction back.
+        """
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc) from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: every statement in it sees the same snapshot."""
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN")
+                try:
+                    yield db
+                finally:
+                    if db.in_transaction:
+                        db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc) from exc
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    def _session_pk(self, db: sqlite3.Connection, scope: Scope, session_id: str) -> int:
+        row = db.execute(
+            "SELECT pk FROM sessions WHERE tenant = ? AND user_id = ? AND id = ?",
+            (scope.tenant, scope.user, session_id),
+        ).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        return int(row[0])

@@ -1,0 +1,221 @@
+"""The SQLite engine's session registry and state documents."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from typing import Any
+
+from sessionary.errors import AlreadyExists, SessionNotFound, VersionConflict
+from sessionary.model import to_micros
+from sessionary.records import (
+    Page,
+    Scope,
+    SessionFilter,
+    SessionInfo,
+    SessionUpdate,
+    State,
+    StateLevel,
+    check_patch,
+    decode_cursor,
+    encode_cursor,
+    merge_patch,
+)
+from sessionary.stores._common import (
+    check_label,
+    check_limit,
+    check_session_fields,
+    check_totals,
+    empty_state,
+    encode_json,
+    state_owner,
+)
+from sessionary.stores._sqlite_base import SQLiteBase
+from sessionary.stores._sqlite_index import lower_watermark, unindex_where
+from sessionary.stores._sqlite_rows import SESSION_COLUMNS, now_us, session_from_row
+
+__all__ = ["SQLiteRegistry"]
+
+
+class SQLiteRegistry(SQLiteBase):
+    """Sessions' registry rows and the session, user and app state documents."""
+
+    def _session_info(self, db: sqlite3.Connection, pk: int) -> SessionInfo:
+        row = db.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE pk = ?", (pk,)).fetchone()
+        return session_from_row(row)
+
+    def _insert_session(self, db: sqlite3.Connection, scope: Scope, info: SessionInfo) -> int:
+        check_session_fields(info)
+        metadata = encode_json(info.metadata, "session metadata", self.max_message_bytes)
+        now = now_us()
+        created = to_micros(info.created_at) if info.created_at else now
+        cur = db.execute(
+            "INSERT INTO sessions (tenant, user_id, id, name, parent_session_id, model, source, "
+            "metadata, created_us, updated_us, ended_us, end_reason, input_tokens, "
+            "output_tokens, cost, version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (tenant, user_id, id) DO NOTHING",
+            (
+                scope.tenant,
+                scope.user,
+                info.id,
+                info.name,
+                info.parent_session_id,
+                info.model,
+                info.source,
+                metadata,
+                created,
+                to_micros(info.updated_at) if info.updated_at else created,
+                to_micros(info.ended_at) if info.ended_at else None,
+                info.end_reason,
+                info.input_tokens,
+                info.output_tokens,
+                info.cost,
+                info.version,
+            ),
+        )
+        if cur.rowcount != 1:
+            raise AlreadyExists(f"session {info.id!r} already exists")
+        return int(cur.lastrowid or 0)
+
+    def create_session(self, scope: Scope, info: SessionInfo) -> SessionInfo:
+        with self._write() as db:
+            pk = self._insert_session(db, scope, info)
+            return self._session_info(db, pk)
+
+    def get_session(self, scope: Scope, session_id: str) -> SessionInfo | None:
+        with self._read() as db:
+            row = db.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions "
+                "WHERE tenant = ? AND user_id = ? AND id = ?",
+                (scope.tenant, scope.user, session_id),
+            ).fetchone()
+            return None if row is None else session_from_row(row)
+
+    def list_sessions(
+        self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
+    ) -> Page[SessionInfo]:
+        check_limit(limit)
+        clauses = ["tenant = ?", "user_id = ?"]
+        params: list[Any] = [scope.tenant, scope.user]
+        for column in ("name", "model", "source", "parent_session_id"):
+            value = getattr(where, column)
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if where.ended is not None:
+            clauses.append("end_reason IS NOT NULL" if where.ended else "end_reason IS NULL")
+        if cursor is not None:
+            after_us, after_id = decode_cursor(cursor, int, str)
+            clauses.append("(updated_us, id) < (?, ?)")
+            params.extend([after_us, after_id])
+        sql = (
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(clauses)} "
+            "ORDER BY updated_us DESC, id DESC LIMIT ?"
+        )
+        with self._read() as db:
+            rows = db.execute(sql, (*params, limit + 1)).fetchall()
+        items = [session_from_row(r) for r in rows[:limit]]
+        last = items[-1] if items else None
+        more = len(rows) > limit and last is not None and last.updated_at is not None
+        next_cursor = encode_cursor(to_micros(last.updated_at), last.id) if more else None  # type: ignore[union-attr,arg-type]
+        return Page(items, next_cursor)
+
+    def update_session(self, scope: Scope, session_id: str, update: SessionUpdate) -> SessionInfo:
+        check_label(update.name, "name")
+        check_label(update.end_reason, "end_reason")
+        metadata = None
+        if update.metadata is not None:
+            metadata = encode_json(update.metadata, "session metadata", self.max_message_bytes)
+        ended = to_micros(update.ended_at or datetime.now(UTC)) if update.end_reason else None
+        with self._write() as db:
+            pk = self._session_pk(db, scope, session_id)
+            totals = db.execute(
+                "SELECT input_tokens, output_tokens, cost FROM sessions WHERE pk = ?", (pk,)
+            ).fetchone()
+            check_totals(totals[0], totals[1], totals[2], update)
+            db.execute(
+                "UPDATE sessions SET name = coalesce(?, name), metadata = coalesce(?, metadata), "
+                "end_reason = coalesce(?, end_reason), ended_us = coalesce(?, ended_us), "
+                "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+                "cost = cost + ?, version = version + 1, updated_us = ? WHERE pk = ?",
+                (
+                    update.name,
+                    metadata,
+                    update.end_reason,
+                    ended,
+                    update.add_input_tokens,
+                    update.add_output_tokens,
+                    update.add_cost,
+                    now_us(),
+                    pk,
+                ),
+            )
+            return self._session_info(db, pk)
+
+    def delete_session(self, scope: Scope, session_id: str) -> bool:
+        with self._write() as db:
+            try:
+                pk = self._session_pk(db, scope, session_id)
+            except SessionNotFound:
+                return False
+            unindex_where(db, "session_pk = ?", (pk,))
+            db.execute("DELETE FROM messages WHERE session_pk = ?", (pk,))
+            db.execute(
+                "DELETE FROM states WHERE level = 'session' AND tenant = ? AND user_id = ? "
+                "AND owner = ?",
+                (scope.tenant, scope.user, session_id),
+            )
+            db.execute("DELETE FROM sessions WHERE pk = ?", (pk,))
+            lower_watermark(db)
+            return True
+
+    def _state_key(
+        self, db: sqlite3.Connection, scope: Scope, level: StateLevel, session_id: str | None
+    ) -> tuple[str, str, str, str]:
+        owner = state_owner(level, session_id)
+        if level == "session":
+            self._session_pk(db, scope, owner)
+        return (level, scope.tenant, scope.user if level != "app" else "", owner)
+
+    def get_state(self, scope: Scope, level: StateLevel, session_id: str | None) -> State:
+        with self._read() as db:
+            key = self._state_key(db, scope, level, session_id)
+            row = db.execute(
+                "SELECT data, version FROM states "
+                "WHERE level = ? AND tenant = ? AND user_id = ? AND owner = ?",
+                key,
+            ).fetchone()
+        return empty_state() if row is None else State(json.loads(row[0]), row[1])
+
+    def update_state(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        patch: dict[str, Any],
+        expected_version: int | None,
+    ) -> State:
+        patch = check_patch(patch)
+        with self._write() as db:
+            key = self._state_key(db, scope, level, session_id)
+            row = db.execute(
+                "SELECT data, version FROM states "
+                "WHERE level = ? AND tenant = ? AND user_id = ? AND owner = ?",
+                key,
+            ).fetchone()
+            current = empty_state() if row is None else State(json.loads(row[0]), row[1])
+            if expected_version is not None and expected_version != current.version:
+                raise VersionConflict(
+                    f"{level} state is at version {current.version}, not {expected_version}"
+                )
+            data = merge_patch(current.data, patch)
+            text = encode_json(data, f"{level} state", self.max_message_bytes)
+            db.execute(
+                "INSERT INTO states (level, tenant, user_id, owner, data, version) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (level, tenant, user_id, owner) "
+                "DO UPDATE SET data = excluded.data, version = excluded.version",
+                (*key, text, current.version + 1),
+            )
+            return State(data, current.version + 1)

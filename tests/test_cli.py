@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 import sessionary
-from sessionary import Message, ReasoningPart, TextPart, ToolCallPart, cli
-from sessionary.cli import Style, build_parser, main, render_message, render_tree
+from sessionary import Message, ReasoningPart, TextPart, ToolCallPart, _demo, _render, cli
+from sessionary._render import Style, render_message, render_tree
+from sessionary.cli import build_parser, main
 
 Result = tuple[int, str, str]
 
@@ -67,6 +68,17 @@ def command_help() -> dict[str, str | None]:
 
 
 # ------------------------------------------------------------------------- help
+
+
+def test_public_names() -> None:
+    assert sorted(cli.__all__) == sorted(
+        ["DEFAULT_DB", "ENV_URL", "CLIError", "Context", "build_parser", "main", "show_lines"]
+    )
+    assert sorted(_demo.__all__) == ["Demo", "build_demo"]
+    renderers = ["render_hit", "render_message", "render_session", "render_session_table"]
+    assert sorted(_render.__all__) == sorted(
+        ["Style", "plural", "short_id", "summarize", *renderers, "render_tree"]
+    )
 
 
 def test_the_commands() -> None:
@@ -440,10 +452,23 @@ def test_errors_are_one_line(
     assert out == ""
 
 
-@pytest.mark.parametrize("bad_url", ["postgresql://x", "nope://x", "sqlite://host/x.db"])
-def test_bad_store_url(capsys: pytest.CaptureFixture[str], bad_url: str) -> None:
-    code, _, err = run(capsys, "--db", bad_url, "ls")
-    assert_one_line_error(code, err, bad_url)
+@pytest.mark.parametrize(
+    ("bad_url", "fragment"),
+    [
+        ("postgresql://x", "postgresql://x"),
+        ("nope://x", "nope://x"),
+        ("sqlite://host/x.db", "sqlite://host/x.db"),
+        ("sqlite:///", "no database path"),
+        ("x.db?bogus=1", "unknown store option 'bogus'"),
+    ],
+)
+@pytest.mark.parametrize("command", ["ls", "demo"])
+def test_bad_store_url(
+    capsys: pytest.CaptureFixture[str], bad_url: str, fragment: str, command: str
+) -> None:
+    code, out, err = run(capsys, "--db", bad_url, command)
+    assert_one_line_error(code, err, fragment)
+    assert out == ""
 
 
 def test_missing_database_is_not_created(

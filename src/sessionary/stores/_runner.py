@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 __all__ = ["AsyncRunner", "Runner"]
@@ -36,6 +36,15 @@ class AsyncRunner:
                 target=_work, args=(self._queue,), name="sessionary-store", daemon=True
             )
             self._thread.start()
+
+    def bind(self, fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+        """Return a coroutine function that runs `fn` through this runner."""
+
+        async def call(*args: Any) -> T:
+            return await self.run(fn, *args)
+
+        call.__name__ = call.__qualname__ = getattr(fn, "__name__", "call")
+        return call
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Call `fn(*args)` and return its result."""
@@ -83,6 +92,10 @@ class Runner:
 
     def __init__(self, blocking: bool) -> None:
         del blocking
+
+    def bind(self, fn: Callable[..., T]) -> Callable[..., T]:
+        """Return `fn` itself: sync code calls the engine directly."""
+        return fn
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Call `fn(*args)` and return its result."""

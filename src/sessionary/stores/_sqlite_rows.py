@@ -11,14 +11,19 @@ from typing import Any
 from sessionary.errors import InvalidQuery, SessionaryError, StoreError, StoreUnavailable
 from sessionary.model import Message, decode_body, from_micros
 from sessionary.records import SessionInfo
+from sessionary.stores._common import gc_paused
 
 __all__ = [
     "FOREVER",
+    "APPEND_AT_HEAD_SQL",
+    "HEAD_UPDATE_SQL",
     "INSERT_SQL",
+    "LINEAR_PATH_SQL",
     "MESSAGE_SQL",
     "PATH_SQL",
     "SESSION_COLUMNS",
     "first",
+    "decode_rows",
     "message_from_row",
     "now_us",
     "session_from_row",
@@ -33,22 +38,41 @@ SESSION_COLUMNS = (
     "head_id, message_count, version"
 )
 PATH_SQL = """
-WITH RECURSIVE path (n, parent_seq, id, role, created_us, data) AS (
-    SELECT 1, parent_seq, id, role, created_us, data FROM messages WHERE seq = ?
+WITH RECURSIVE path (n, parent_seq, id, role, created_us, data, parent_id) AS (
+    SELECT 1, parent_seq, id, role, created_us, data, parent_id FROM messages WHERE seq = ?
     UNION ALL
-    SELECT path.n + 1, m.parent_seq, m.id, m.role, m.created_us, m.data
+    SELECT path.n + 1, m.parent_seq, m.id, m.role, m.created_us, m.data, m.parent_id
     FROM messages AS m JOIN path ON m.seq = path.parent_seq
     WHERE path.n < ?
 )
-SELECT n, parent_seq, id, role, created_us, data FROM path
+SELECT n, id, role, created_us, data, parent_id FROM path
 """
-MESSAGE_SQL = """
-SELECT m.id, m.role, m.created_us, m.data, p.id
-FROM messages AS m LEFT JOIN messages AS p ON p.seq = m.parent_seq
+LINEAR_PATH_SQL = """
+SELECT m.id, m.role, m.created_us, m.data, m.parent_id
+FROM sessions AS s JOIN messages AS m
+    ON m.session_pk = s.pk AND m.depth BETWEEN max(0, s.head_depth - ? + 1) AND s.head_depth
+WHERE s.tenant = ? AND s.user_id = ? AND s.id = ? AND s.message_count = s.head_depth + 1
+ORDER BY m.depth
 """
+"""The head's path in one statement, for a session that is one chain (else no rows)."""
+MESSAGE_SQL = "SELECT m.id, m.role, m.created_us, m.data, m.parent_id FROM messages AS m "
 INSERT_SQL = (
-    "INSERT INTO messages (session_pk, id, parent_seq, depth, role, created_us, data, text) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_pk, id) DO NOTHING"
+    "INSERT INTO messages "
+    "(session_pk, id, parent_seq, parent_id, depth, role, created_us, data, text) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_pk, id) DO NOTHING"
+)
+APPEND_AT_HEAD_SQL = """
+INSERT INTO messages (session_pk, id, parent_seq, parent_id, depth, role, created_us, data, text)
+SELECT pk, ?, head_seq, head_id, head_depth + 1, ?, ?, ?, ? FROM sessions
+WHERE tenant = ? AND user_id = ? AND id = ?
+ON CONFLICT (session_pk, id) DO NOTHING
+RETURNING seq, session_pk, depth, parent_id
+"""
+"""One message after the head, reading the head inside the insert (no rows: missing
+session or an id already stored)."""
+HEAD_UPDATE_SQL = (
+    "UPDATE sessions SET head_seq = ?, head_depth = ?, head_id = ?, "
+    "message_count = message_count + ?, updated_us = ? WHERE pk = ?"
 )
 
 
@@ -73,6 +97,12 @@ def first(row: Sequence[Any]) -> Any:
 def message_from_row(row: Sequence[Any]) -> Message:
     """Decode a (id, role, created_us, data, parent id) row."""
     return decode_body(row[0], row[1], row[2], row[3], row[4])
+
+
+def decode_rows(rows: Sequence[Sequence[Any]]) -> list[Message]:
+    """Decode many (id, role, created_us, data, parent id) rows, the collector paused."""
+    with gc_paused():
+        return [decode_body(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
 def session_from_row(row: Sequence[Any]) -> SessionInfo:

@@ -8,6 +8,7 @@ Design notes:
   always above the watermark and gets indexed.
 - A message points at its parent by `parent_seq` and knows its `depth`, so a path is a
   walk of rowid lookups that stops after `limit` steps, and its length is one lookup.
+  It also keeps its parent's id, so reads never join a message to its parent.
 - A session row caches its head (`head_seq`, `head_depth`, `head_id`) and
   `message_count`, so an
   append after the head reads one row and writes one row besides the message itself.
@@ -53,6 +54,7 @@ CREATE TABLE messages (
     session_pk INTEGER NOT NULL,
     id TEXT NOT NULL,
     parent_seq INTEGER,
+    parent_id TEXT,
     depth INTEGER NOT NULL,
     role TEXT NOT NULL,
     created_us INTEGER NOT NULL,

@@ -19,7 +19,7 @@ from sessionary.errors import (
     MessageNotFound,
     SessionNotFound,
 )
-from sessionary.model import Message, decode_body, from_micros
+from sessionary.model import Message, from_micros
 from sessionary.query import Query, to_fts5
 from sessionary.records import (
     Expected,
@@ -37,7 +37,6 @@ from sessionary.stores._common import (
     Prepared,
     check_limit,
     encode_json,
-    gc_paused,
     prepare_messages,
 )
 from sessionary.stores._sqlite_index import (
@@ -50,13 +49,18 @@ from sessionary.stores._sqlite_index import (
 )
 from sessionary.stores._sqlite_registry import SQLiteRegistry
 from sessionary.stores._sqlite_rows import (
+    APPEND_AT_HEAD_SQL,
     FOREVER,
+    HEAD_UPDATE_SQL,
     INSERT_SQL,
+    LINEAR_PATH_SQL,
     MESSAGE_SQL,
     PATH_SQL,
+    decode_rows,
     first,
     message_from_row,
     now_us,
+    store_error,
     stored_copy,
 )
 from sessionary.stores.base import SEARCH
@@ -82,32 +86,67 @@ class SQLiteEngine(SQLiteRegistry):
     ) -> list[Message]:
         prepared = prepare_messages(messages, self.max_message_bytes)
         with self._write() as db:
-            row = db.execute(
-                "SELECT pk, head_seq, head_depth, head_id FROM sessions "
-                "WHERE tenant = ? AND user_id = ? AND id = ?",
-                (scope.tenant, scope.user, session_id),
-            ).fetchone()
-            if row is None:
-                raise SessionNotFound(f"no session {session_id!r} in this scope")
-            pk = row[0]
-            if (
-                expected_head is not Head.ANY
-                and expected_head != row[3]
-                and not self._all_stored(db, pk, prepared)
-            ):
-                raise HeadConflict(
-                    f"session {session_id!r} head is {row[3]!r}, not {expected_head!r}"
-                )
-            head = (row[1], row[2], row[3])
-            at = head if parent is Head.HEAD else self._resolve_parent(db, pk, parent)
-            out, last, inserted = self._insert_chain(db, pk, prepared, at)
-            if inserted:
-                db.execute(
-                    "UPDATE sessions SET head_seq = ?, head_depth = ?, head_id = ?, "
-                    "message_count = message_count + ?, updated_us = ? WHERE pk = ?",
-                    (*last, inserted, now_us(), pk),
-                )
-            return out
+            if parent is Head.HEAD and expected_head is Head.ANY and len(prepared) == 1:
+                stored = self._append_at_head(db, scope, session_id, prepared[0])
+                if stored is not None:
+                    return [stored]
+            return self._append_chain(db, scope, session_id, prepared, parent, expected_head)
+
+    def _append_at_head(
+        self, db: sqlite3.Connection, scope: Scope, session_id: str, item: Prepared
+    ) -> Message | None:
+        """The common case in two statements; None sends the caller down the general path."""
+        msg = item.message
+        rows = db.execute(
+            APPEND_AT_HEAD_SQL,
+            (
+                msg.id,
+                msg.role,
+                item.created_us,
+                item.body,
+                item.text,
+                scope.tenant,
+                scope.user,
+                session_id,
+            ),
+        ).fetchall()
+        if not rows:
+            return None
+        seq, pk, depth, parent_id = rows[0]
+        db.execute(HEAD_UPDATE_SQL, (seq, depth, msg.id, 1, now_us(), pk))
+        if seq % INDEX_BATCH == 0:
+            catch_up(db)
+        return stored_copy(msg, parent_id)
+
+    def _append_chain(
+        self,
+        db: sqlite3.Connection,
+        scope: Scope,
+        session_id: str,
+        prepared: list[Prepared],
+        parent: Parent,
+        expected_head: Expected,
+    ) -> list[Message]:
+        row = db.execute(
+            "SELECT pk, head_seq, head_depth, head_id FROM sessions "
+            "WHERE tenant = ? AND user_id = ? AND id = ?",
+            (scope.tenant, scope.user, session_id),
+        ).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        pk = row[0]
+        if (
+            expected_head is not Head.ANY
+            and expected_head != row[3]
+            and not self._all_stored(db, pk, prepared)
+        ):
+            raise HeadConflict(f"session {session_id!r} head is {row[3]!r}, not {expected_head!r}")
+        head = (row[1], row[2], row[3])
+        at = head if parent is Head.HEAD else self._resolve_parent(db, pk, parent)
+        out, last, inserted = self._insert_chain(db, pk, prepared, at)
+        if inserted:
+            db.execute(HEAD_UPDATE_SQL, (*last, inserted, now_us(), pk))
+        return out
 
     def _all_stored(self, db: sqlite3.Connection, pk: int, prepared: list[Prepared]) -> bool:
         """Whether every message of a batch is stored already (a retry of an acked append)."""
@@ -153,6 +192,7 @@ class SQLiteEngine(SQLiteRegistry):
                     pk,
                     msg.id,
                     parent_seq,
+                    parent_id,
                     depth + 1,
                     msg.role,
                     item.created_us,
@@ -319,6 +359,17 @@ class SQLiteEngine(SQLiteRegistry):
         self, scope: Scope, session_id: str, leaf: str | None, limit: int | None
     ) -> list[Message]:
         check_limit(limit)
+        if leaf is None:
+            with self._lock:
+                try:
+                    fast = self._db.execute(
+                        LINEAR_PATH_SQL,
+                        (limit or FOREVER, scope.tenant, scope.user, session_id),
+                    ).fetchall()
+                except sqlite3.Error as exc:
+                    raise store_error(self.path, exc) from exc
+            if fast:
+                return decode_rows(fast)
         with self._read() as db:
             seq, depth, linear = self._leaf(db, scope, session_id, leaf)
             if seq is None:
@@ -326,20 +377,10 @@ class SQLiteEngine(SQLiteRegistry):
             if linear:
                 rows = self._linear_path(db, seq, depth, limit)
             else:
-                rows = db.execute(PATH_SQL, (seq, limit or FOREVER)).fetchall()
-                rows.sort(key=first)  # the walk yields leaf first
-            top = rows[-1][1]
-            parent_id = None
-            if top is not None:
-                parent_id = db.execute("SELECT id FROM messages WHERE seq = ?", (top,)).fetchone()[
-                    0
-                ]
-        out: list[Message] = []
-        with gc_paused():
-            for _, _, mid, role, created_us, data in reversed(rows):
-                out.append(decode_body(mid, role, created_us, data, parent_id))
-                parent_id = mid
-        return out
+                found = db.execute(PATH_SQL, (seq, limit or FOREVER)).fetchall()
+                found.sort(key=first, reverse=True)  # the walk yields the leaf first
+                rows = [r[1:] for r in found]
+        return decode_rows(rows)
 
     def _linear_path(
         self, db: sqlite3.Connection, seq: int, depth: int, limit: int | None
@@ -347,9 +388,8 @@ class SQLiteEngine(SQLiteRegistry):
         """The path of a session that is one chain: a range of its depth index, no walk."""
         low = 0 if limit is None else max(0, depth - limit + 1)
         return db.execute(
-            "SELECT -depth, parent_seq, id, role, created_us, data FROM messages "
-            "WHERE session_pk = (SELECT session_pk FROM messages WHERE seq = ?) "
-            "AND depth BETWEEN ? AND ? ORDER BY depth DESC",
+            MESSAGE_SQL + "WHERE m.session_pk = (SELECT session_pk FROM messages WHERE seq = ?) "
+            "AND m.depth BETWEEN ? AND ? ORDER BY m.depth",
             (seq, low, depth),
         ).fetchall()
 
@@ -377,15 +417,14 @@ class SQLiteEngine(SQLiteRegistry):
         with self._read() as db:
             pk = self._session_pk(db, scope, session_id)
             rows = db.execute(
-                "SELECT m.id, m.role, m.created_us, m.data, p.id, m.depth, m.seq "
-                "FROM messages AS m LEFT JOIN messages AS p ON p.seq = m.parent_seq "
+                "SELECT m.id, m.role, m.created_us, m.data, m.parent_id, m.depth, m.seq "
+                "FROM messages AS m "
                 "WHERE m.session_pk = ? AND (m.depth, m.seq) > (?, ?) "
                 "ORDER BY m.depth, m.seq LIMIT ?",
                 (pk, depth, seq, limit),
             ).fetchall()
         next_cursor = encode_cursor(rows[-1][5], rows[-1][6]) if len(rows) == limit else None
-        with gc_paused():
-            return [message_from_row(r) for r in rows], next_cursor
+        return decode_rows(rows), next_cursor
 
     # ------------------------------------------------------------------ search
 

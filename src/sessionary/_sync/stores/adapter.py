@@ -9,7 +9,6 @@ the engine's own worker thread. The sync twin of this module is generated.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, cast
 
 from sessionary._sync.stores.base import Store
@@ -41,13 +40,20 @@ STORE_METHODS = (
 
 
 class EngineStore:
-    """A store whose methods run a synchronous engine's methods of the same names."""
+    """A store whose methods run a synchronous engine's methods of the same names.
+
+    Each protocol method is bound per instance by the runner: the async runner wraps the
+    engine's method in a coroutine; the sync runner hands back the engine's own method,
+    so a sync call costs nothing over calling the engine.
+    """
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.capabilities: frozenset[str] = engine.capabilities
         self.max_message_bytes: int = engine.max_message_bytes
         self._runner = Runner(engine.blocking)
+        for name in STORE_METHODS:
+            setattr(self, name, self._runner.bind(getattr(engine, name)))
 
     def close(self) -> None:
         """Close the engine and stop its worker."""
@@ -58,18 +64,6 @@ class EngineStore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _forward(name: str) -> Callable[..., Any]:
-    def method(self: EngineStore, *args: Any) -> Any:
-        return self._runner.run(getattr(self.engine, name), *args)
-
-    method.__name__ = method.__qualname__ = name
-    return method
-
-
-for _name in STORE_METHODS:
-    setattr(EngineStore, _name, _forward(_name))
 
 
 def wrap_engine(engine: Any) -> Store:

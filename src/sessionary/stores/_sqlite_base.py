@@ -21,7 +21,7 @@ from sessionary.errors import InvalidInput, SchemaError, SessionNotFound
 from sessionary.records import Scope
 from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES
 from sessionary.stores._sqlite_rows import now_us, store_error
-from sessionary.stores._sqlite_schema import MIGRATIONS
+from sessionary.stores._sqlite_schema import MIGRATIONS, statements
 
 __all__ = ["SQLiteBase"]
 
@@ -85,9 +85,8 @@ class SQLiteBase:
             for version, name, sql in MIGRATIONS:
                 if version <= current:
                     continue
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+                for statement in statements(sql):
+                    db.execute(statement)
                 db.execute(
                     "INSERT INTO schema_migrations (version, name, applied_us) VALUES (?, ?, ?)",
                     (version, name, now_us()),

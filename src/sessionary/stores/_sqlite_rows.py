@@ -16,7 +16,6 @@ from sessionary.stores._common import gc_paused
 __all__ = [
     "FOREVER",
     "APPEND_AT_HEAD_SQL",
-    "HEAD_UPDATE_SQL",
     "INSERT_SQL",
     "LINEAR_PATH_SQL",
     "MESSAGE_SQL",
@@ -70,10 +69,6 @@ RETURNING seq, session_pk, depth, parent_id
 """
 """One message after the head, reading the head inside the insert (no rows: missing
 session or an id already stored)."""
-HEAD_UPDATE_SQL = (
-    "UPDATE sessions SET head_seq = ?, head_depth = ?, head_id = ?, "
-    "message_count = message_count + ?, updated_us = ? WHERE pk = ?"
-)
 
 
 def now_us() -> int:

@@ -10,8 +10,8 @@ Design notes:
   walk of rowid lookups that stops after `limit` steps, and its length is one lookup.
   It also keeps its parent's id, so reads never join a message to its parent.
 - A session row caches its head (`head_seq`, `head_depth`, `head_id`) and
-  `message_count`, so an
-  append after the head reads one row and writes one row besides the message itself.
+  `message_count`; a trigger moves the head to every inserted message, so an append is
+  one statement and the head can never disagree with the messages.
 - `messages_depth (session_pk, depth)` (with the implied rowid) serves two reads: a
   message's children (same session, depth + 1, then filtered by parent), and export in
   (depth, seq) order, which puts parents first and is the same again after an import.
@@ -21,7 +21,9 @@ Design notes:
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS"]
+import sqlite3
+
+__all__ = ["MIGRATIONS", "statements"]
 
 _V1 = """
 CREATE TABLE sessions (
@@ -62,6 +64,12 @@ CREATE TABLE messages (
     text TEXT NOT NULL DEFAULT ''
 );
 CREATE UNIQUE INDEX messages_id ON messages (session_pk, id);
+CREATE TRIGGER messages_move_head AFTER INSERT ON messages BEGIN
+    UPDATE sessions SET head_seq = new.seq, head_depth = new.depth, head_id = new.id,
+        message_count = message_count + 1,
+        updated_us = CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)
+    WHERE pk = new.session_pk;
+END;
 CREATE INDEX messages_depth ON messages (session_pk, depth);
 CREATE VIRTUAL TABLE messages_fts USING fts5 (
     text, content = 'messages', content_rowid = 'seq', tokenize = 'porter unicode61'
@@ -85,4 +93,19 @@ CREATE TABLE states (
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, messages, search index and state", _V1),
 ]
-"""(version, name, SQL) in order; statements are separated by semicolons."""
+"""(version, name, SQL) in order; statements end with semicolons (triggers may hold more)."""
+
+
+def statements(sql: str) -> list[str]:
+    """Split a script into whole statements, keeping a trigger's body in one piece."""
+    out: list[str] = []
+    buffer = ""
+    for piece in sql.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip(" \n;"):
+                out.append(buffer.strip())
+            buffer = ""
+    if buffer.strip(" \n;"):
+        out.append(buffer.strip())
+    return out

@@ -19,7 +19,7 @@ from sessionary.errors import (
     MessageNotFound,
     SessionNotFound,
 )
-from sessionary.model import Message, from_micros
+from sessionary.model import Message, from_micros, to_micros
 from sessionary.query import Query, to_fts5
 from sessionary.records import (
     Expected,
@@ -51,7 +51,6 @@ from sessionary.stores._sqlite_registry import SQLiteRegistry
 from sessionary.stores._sqlite_rows import (
     APPEND_AT_HEAD_SQL,
     FOREVER,
-    HEAD_UPDATE_SQL,
     INSERT_SQL,
     LINEAR_PATH_SQL,
     MESSAGE_SQL,
@@ -85,38 +84,34 @@ class SQLiteEngine(SQLiteRegistry):
         expected_head: Expected,
     ) -> list[Message]:
         prepared = prepare_messages(messages, self.max_message_bytes)
+        if parent is Head.HEAD and expected_head is Head.ANY and len(prepared) == 1:
+            stored = self._append_at_head(scope, session_id, prepared[0])
+            if stored is not None:
+                return [stored]
         with self._write() as db:
-            if parent is Head.HEAD and expected_head is Head.ANY and len(prepared) == 1:
-                stored = self._append_at_head(db, scope, session_id, prepared[0])
-                if stored is not None:
-                    return [stored]
             return self._append_chain(db, scope, session_id, prepared, parent, expected_head)
 
-    def _append_at_head(
-        self, db: sqlite3.Connection, scope: Scope, session_id: str, item: Prepared
-    ) -> Message | None:
-        """The common case in two statements; None sends the caller down the general path."""
+    def _append_at_head(self, scope: Scope, session_id: str, item: Prepared) -> Message | None:
+        """The common case as one autocommit statement; None means "take the general path".
+
+        The INSERT reads the head inside itself, under SQLite's write lock (a write
+        statement takes it before it reads, retrying through the busy handler), and the
+        `messages_move_head` trigger moves the head in the same statement.
+        """
         msg = item.message
-        rows = db.execute(
-            APPEND_AT_HEAD_SQL,
-            (
-                msg.id,
-                msg.role,
-                item.created_us,
-                item.body,
-                item.text,
-                scope.tenant,
-                scope.user,
-                session_id,
-            ),
-        ).fetchall()
-        if not rows:
-            return None
-        seq, pk, depth, parent_id = rows[0]
-        db.execute(HEAD_UPDATE_SQL, (seq, depth, msg.id, 1, now_us(), pk))
-        if seq % INDEX_BATCH == 0:
-            catch_up(db)
-        return stored_copy(msg, parent_id)
+        params = (
+            msg.id, msg.role, item.created_us, item.body, item.text,
+            scope.tenant, scope.user, session_id,
+        )  # fmt: skip
+        with self._lock:
+            try:
+                rows = self._db.execute(APPEND_AT_HEAD_SQL, params).fetchall()
+                if rows and rows[0][0] % INDEX_BATCH == 0:
+                    with self._write() as db:
+                        catch_up(db)
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc) from exc
+        return stored_copy(msg, rows[0][3]) if rows else None
 
     def _append_chain(
         self,
@@ -145,7 +140,9 @@ class SQLiteEngine(SQLiteRegistry):
         at = head if parent is Head.HEAD else self._resolve_parent(db, pk, parent)
         out, last, inserted = self._insert_chain(db, pk, prepared, at)
         if inserted:
-            db.execute(HEAD_UPDATE_SQL, (*last, inserted, now_us(), pk))
+            # The trigger made the last inserted message the head; a batch that ends on
+            # messages already stored makes the last of those the head instead.
+            self._set_head_row(db, pk, last)
         return out
 
     def _all_stored(self, db: sqlite3.Connection, pk: int, prepared: list[Prepared]) -> bool:
@@ -495,12 +492,20 @@ class SQLiteEngine(SQLiteRegistry):
                 ).fetchone()
                 if head is None:
                     raise InvalidInput(f"head {info.head_id!r} is not among the imported messages")
-                self._set_head_row(db, pk, head)
+            else:
+                head = (None, -1, None)
+            self._set_head_row(db, pk, head)
+            # The trigger counted and timestamped each insert; keep the imported row's time.
             db.execute(
                 "UPDATE sessions SET message_count = (SELECT count(*) FROM messages "
-                "WHERE session_pk = ?) WHERE pk = ?",
+                "WHERE session_pk = ?), updated_us = created_us WHERE pk = ?",
                 (pk, pk),
             )
+            if info.updated_at is not None:
+                db.execute(
+                    "UPDATE sessions SET updated_us = ? WHERE pk = ?",
+                    (to_micros(info.updated_at), pk),
+                )
             if state_text is not None and state is not None:
                 db.execute(
                     "INSERT INTO states (level, tenant, user_id, owner, data, version) "

@@ -33,6 +33,9 @@ GENERATED: dict[str, str] = {
     "stores/base.py": "_sync/stores/base.py",
     "stores/adapter.py": "_sync/stores/adapter.py",
     "stores/registry.py": "_sync/stores/registry.py",
+    "stores/sql.py": "_sync/stores/sql.py",
+    "kv/base.py": "_sync/kv/base.py",
+    "kv/incremental.py": "_sync/kv/incremental.py",
 }
 
 # Renames beyond the rule that strips the prefix of `Async[A-Z]...` names.

@@ -1,0 +1,58 @@
+"""The public surface: the names sessionary exports, and async/sync twins that match."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import sessionary
+
+EXPECTED = {
+    "ANY", "HEAD", "AlreadyExists", "AsyncSession", "AsyncSessionManager", "AsyncStore",
+    "BackendNotInstalled", "Conflict", "DataPart", "FilePart", "HeadConflict", "InvalidId",
+    "InvalidInput", "InvalidMessage", "InvalidPatch", "InvalidQuery", "InvalidURL", "Message",
+    "MessageNotFound", "NotFound", "Page", "Part", "PayloadTooLarge", "ReasoningPart",
+    "SchemaError", "Scope", "SearchHit", "Session", "SessionInfo", "SessionManager",
+    "SessionNotFound", "SessionaryError", "State", "Store", "StoreError", "StoreUnavailable",
+    "TextPart", "ToolCallPart", "ToolResultPart", "Unsupported", "VersionConflict",
+    "__version__", "new_id", "open_async_store", "open_store",
+}  # fmt: skip
+
+
+def test_public_names_are_pinned() -> None:
+    assert set(sessionary.__all__) == EXPECTED
+    for name in sessionary.__all__:
+        assert hasattr(sessionary, name), name
+
+
+def _public_methods(cls: type) -> dict[str, inspect.Signature]:
+    return {
+        name: inspect.signature(member)
+        for name, member in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_")
+    }
+
+
+@pytest.mark.parametrize(
+    ("async_cls", "sync_cls"),
+    [
+        (sessionary.AsyncSession, sessionary.Session),
+        (sessionary.AsyncSessionManager, sessionary.SessionManager),
+    ],
+)
+def test_async_and_sync_twins_have_the_same_methods(async_cls: type, sync_cls: type) -> None:
+    async_methods = _public_methods(async_cls)
+    sync_methods = _public_methods(sync_cls)
+    assert async_methods.keys() == sync_methods.keys()
+    for name, signature in async_methods.items():
+        assert list(signature.parameters) == list(sync_methods[name].parameters), name
+
+
+def test_every_error_is_a_sessionary_error() -> None:
+    errors = [getattr(sessionary, n) for n in sessionary.__all__ if n[0].isupper()]
+    for error in errors:
+        if isinstance(error, type) and issubclass(error, Exception):
+            assert issubclass(error, sessionary.SessionaryError), error
+    assert issubclass(sessionary.InvalidInput, ValueError)
+    assert issubclass(sessionary.NotFound, LookupError)

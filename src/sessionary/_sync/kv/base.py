@@ -1,0 +1,110 @@
+# This file was generated from src/sessionary/kv/base.py by tools/async_to_sync.py.
+# Do not edit it: edit the source and run `python tools/async_to_sync.py`.
+"""The key-value driver protocol, and the scoped wrapper that gives each tenant its own keys.
+
+A driver stores string values under string keys. It needs five operations: `get`, `put`,
+`delete`, `list_prefix` (every entry whose key starts with a prefix, in key order, read
+at one instant) and `commit`, an atomic compare-and-set over several keys that is the only
+primitive the session manager needs to stay correct across processes. Drivers:
+`MemoryDriver` (one process), `SQLiteDriver` (one file, any number of
+processes) and `RedisDriver` (one server); any object with these methods will do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from sessionary.kv.keys import check_key, tenant_prefix
+
+__all__ = ["KVDriver", "ScopedDriver"]
+
+
+class KVDriver(Protocol):
+    """What a key-value backend implements; `tests/kv` pins the exact behaviour."""
+
+    def get(self, key: str) -> str | None:
+        """Return the value stored under `key`, or None."""
+        ...
+
+    def put(self, key: str, value: str) -> None:
+        """Store `value` under `key`, replacing any value there."""
+        ...
+
+    def delete(self, key: str) -> bool:
+        """Remove `key`; return whether it was there."""
+        ...
+
+    def list_prefix(self, prefix: str) -> list[tuple[str, str]]:
+        """Return every `(key, value)` whose key starts with `prefix`, in key order.
+
+        The entries are read atomically: a concurrent `commit` is seen whole or not at all.
+        """
+        ...
+
+    def commit(self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]) -> bool:
+        """Compare and set, over several keys at once.
+
+        If every key in `expect` holds the value given (None: the key is absent), apply
+        every write (a value to store, or None to delete the key) and return True; else
+        change nothing and return False. Other writers see all of the writes or none.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the driver's connections; it is unusable afterwards."""
+        ...
+
+
+class ScopedDriver:
+    """A view of another driver that holds only one tenant's keys.
+
+    Every key is stored as `tenant:<length>:<tenant>:<key>`. Because the tenant's length
+    comes first, no tenant id (not even one holding `:`) yields a prefix of another
+    tenant's keys, and since every key passes through the prefix, no key can reach out of
+    the namespace. Many scoped views share one driver; closing a view leaves it open.
+    """
+
+    def __init__(self, driver: KVDriver, tenant: str) -> None:
+        """Wrap `driver` for the tenant `tenant`.
+
+        Args:
+            driver: The shared driver underneath.
+            tenant: The tenant's id: any non-empty string.
+
+        Raises:
+            InvalidInput: If the tenant id is empty or not a string.
+        """
+        self._driver = driver
+        self.prefix = tenant_prefix(tenant)
+
+    def _key(self, key: str) -> str:
+        return self.prefix + check_key(key)
+
+    def get(self, key: str) -> str | None:
+        """Return the value stored under `key` in this tenant, or None."""
+        return self._driver.get(self._key(key))
+
+    def put(self, key: str, value: str) -> None:
+        """Store `value` under `key` in this tenant."""
+        self._driver.put(self._key(key), value)
+
+    def delete(self, key: str) -> bool:
+        """Remove `key` from this tenant; return whether it was there."""
+        return self._driver.delete(self._key(key))
+
+    def list_prefix(self, prefix: str) -> list[tuple[str, str]]:
+        """Return this tenant's entries whose key starts with `prefix`, in key order."""
+        size = len(self.prefix)
+        entries = self._driver.list_prefix(self.prefix + prefix)
+        return [(key[size:], value) for key, value in entries]
+
+    def commit(self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]) -> bool:
+        """Compare and set over several of this tenant's keys (see `KVDriver.commit`)."""
+        return self._driver.commit(
+            {self._key(k): v for k, v in expect.items()},
+            {self._key(k): v for k, v in writes.items()},
+        )
+
+    def close(self) -> None:
+        """Do nothing: the driver underneath is shared and stays open."""

@@ -1,0 +1,288 @@
+"""The incremental session layout: keys, the meta entry, and planning each write (pure).
+
+Per session, under the prefix `sessions:<id>:`:
+
+- `meta`: counters, the next sequence number, appends since the last roll-up, the
+  owner, the state document and timestamps. Every write replaces it, so it is the commit
+  point: a write is a `commit` that expects the meta entry the writer read.
+- `msg:<seq>`: one loose entry per message appended since the last roll-up; `seq` is
+  zero-padded to 12 digits, so a prefix listing returns the entries in order.
+- `snapshot`: the messages rolled up so far, as one JSON array.
+
+One prefix listing therefore reads a session whole, at one instant. Beside it,
+`session-ids:<id>:<message id>` records each message id ever stored (its value is the
+sequence number), so that an append can refuse a duplicate without reading the history.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge, StoreError
+from sessionary.ids import check_id
+from sessionary.model import Message, check_message, parse_message
+from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES, check_text
+from sessionary.window import orphan_results, pair_safe_start
+
+__all__ = [
+    "Encoded",
+    "KVSession",
+    "Listing",
+    "Meta",
+    "SessionKeys",
+    "decode_messages",
+    "encode_messages",
+    "history_window",
+    "plan_append",
+    "plan_roll_up",
+]
+
+SEQ_DIGITS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class KVSession:
+    """A session as `get_or_create` returns it: owner, every message, state, times."""
+
+    session_id: str
+    user_id: str | None
+    messages: list[Message]
+    state: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKeys:
+    """The keys of one session."""
+
+    session_id: str
+
+    @property
+    def prefix(self) -> str:
+        return f"sessions:{self.session_id}:"
+
+    @property
+    def meta(self) -> str:
+        return self.prefix + "meta"
+
+    @property
+    def snapshot(self) -> str:
+        return self.prefix + "snapshot"
+
+    @property
+    def loose(self) -> str:
+        return self.prefix + "msg:"
+
+    @property
+    def ids(self) -> str:
+        return f"session-ids:{self.session_id}:"
+
+    def message(self, seq: int) -> str:
+        return f"{self.loose}{seq:0{SEQ_DIGITS}d}"
+
+    def message_id(self, message_id: str) -> str:
+        return self.ids + message_id
+
+
+@dataclass(slots=True)
+class Meta:
+    """The meta entry of a session; `version` grows with every write."""
+
+    created_at: float
+    updated_at: float
+    user_id: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    version: int = 0
+    next_seq: int = 0
+    since_snapshot: int = 0
+    count: int = 0
+    expires_at: float | None = None
+
+    @classmethod
+    def new(cls, user_id: str | None) -> Meta:
+        now = time.time()
+        return cls(created_at=now, updated_at=now, user_id=user_id)
+
+    @classmethod
+    def decode(cls, text: str | None) -> Meta | None:
+        """Return the meta entry in `text`, or None if absent or expired."""
+        if text is None:
+            return None
+        try:
+            meta = cls(**json.loads(text))
+        except (ValueError, TypeError) as exc:
+            raise StoreError(f"a session's meta entry is corrupt: {exc}") from exc
+        return None if meta.expired() else meta
+
+    def encode(self) -> str:
+        return _dump(asdict(self))
+
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= time.time()
+
+    def touched(self, ttl: float | None, **changes: Any) -> Meta:
+        """Return a copy with `changes`, the next version and fresh times."""
+        now = time.time()
+        expires = None if ttl is None else now + ttl
+        return replace(
+            self, **changes, version=self.version + 1, updated_at=now, expires_at=expires
+        )
+
+    def record(self, session_id: str, messages: list[Message]) -> KVSession:
+        return KVSession(
+            session_id=session_id,
+            user_id=self.user_id,
+            messages=messages,
+            state=self.state,
+            created_at=datetime.fromtimestamp(self.created_at, UTC),
+            updated_at=datetime.fromtimestamp(self.updated_at, UTC),
+        )
+
+
+@dataclass(slots=True)
+class Listing:
+    """A session read whole by one prefix listing."""
+
+    meta_text: str | None = None
+    snapshot_text: str | None = None
+    loose: list[tuple[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, keys: SessionKeys, entries: list[tuple[str, str]]) -> Listing:
+        listing = cls()
+        for key, value in entries:
+            if key == keys.meta:
+                listing.meta_text = value
+            elif key == keys.snapshot:
+                listing.snapshot_text = value
+            elif key.startswith(keys.loose):
+                listing.loose.append((key, value))
+        return listing
+
+    def raw_messages(self) -> list[dict[str, Any]]:
+        """The stored messages, oldest first, as JSON data."""
+        try:
+            snapshot = json.loads(self.snapshot_text) if self.snapshot_text else []
+            return [*snapshot, *(json.loads(text) for _, text in self.loose)]
+        except ValueError as exc:
+            raise StoreError(f"a stored message is corrupt: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A checked message and the JSON stored for it."""
+
+    id: str
+    text: str
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def encode_messages(
+    messages: Sequence[Message], max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> list[Encoded]:
+    """Check and encode messages before anything is written.
+
+    Raises:
+        InvalidMessage: If a message is malformed or two share an id.
+        PayloadTooLarge: If a message is over `max_bytes` encoded.
+    """
+    if isinstance(messages, Message | str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidMessage("expected a sequence of messages")
+    encoded: list[Encoded] = []
+    for message in messages:
+        check_message(message)
+        if any(e.id == message.id for e in encoded):
+            raise InvalidMessage(f"message id {message.id!r} appears twice in one append")
+        try:
+            text = _dump(message.to_dict())
+        except (TypeError, ValueError) as exc:
+            raise InvalidMessage(f"message {message.id} holds a value that is not JSON") from exc
+        if check_text(text, f"message {message.id}", InvalidMessage) > max_bytes:
+            raise PayloadTooLarge(f"message {message.id} is over the limit of {max_bytes} bytes")
+        encoded.append(Encoded(message.id, text))
+    return encoded
+
+
+def decode_messages(raw: list[dict[str, Any]]) -> list[Message]:
+    """Rebuild stored messages."""
+    try:
+        return [parse_message(data) for data in raw]
+    except InvalidInput as exc:
+        raise StoreError(f"a stored message is corrupt: {exc}") from exc
+
+
+def plan_append(
+    keys: SessionKeys, meta: Meta, batch: list[Encoded], ttl: float | None
+) -> tuple[Meta, dict[str, str | None]]:
+    """Return the new meta entry and every write that appends `batch` after `meta`."""
+    writes: dict[str, str | None] = {}
+    for offset, item in enumerate(batch):
+        seq = meta.next_seq + offset
+        writes[keys.message(seq)] = item.text
+        writes[keys.message_id(item.id)] = str(seq)
+    size = len(batch)
+    new = meta.touched(
+        ttl,
+        next_seq=meta.next_seq + size,
+        since_snapshot=meta.since_snapshot + size,
+        count=meta.count + size,
+    )
+    writes[keys.meta] = new.encode()
+    return new, writes
+
+
+def trim(raw: list[dict[str, Any]], max_messages: int | None) -> list[dict[str, Any]]:
+    """Keep the newest `max_messages`, and drop tool results left without their call."""
+    if max_messages is None or len(raw) <= max_messages:
+        return raw
+    start = len(raw) - max_messages
+    # A tool message's call is always earlier: at the cut, its call was trimmed away.
+    while start < len(raw) and raw[start].get("role") == "tool":
+        start += 1
+    return raw[start:]
+
+
+def plan_roll_up(
+    keys: SessionKeys, listing: Listing, meta: Meta, max_messages: int | None
+) -> dict[str, str | None]:
+    """Return the writes that fold the loose entries into the snapshot."""
+    kept = trim(listing.raw_messages(), max_messages)
+    writes: dict[str, str | None] = dict.fromkeys((key for key, _ in listing.loose), None)
+    writes[keys.snapshot] = _dump(kept)
+    new = replace(meta, version=meta.version + 1, since_snapshot=0, count=len(kept))
+    writes[keys.meta] = new.encode()
+    return writes
+
+
+def history_window(messages: list[Message], limit: int | None) -> list[Message]:
+    """Return the newest `limit` messages, never showing a tool result without its call.
+
+    The window widens backwards to take in the call of any result in it. A result whose
+    call is not stored at all (a `max_messages` trim dropped it) is left out instead.
+    """
+    start = 0 if limit is None else pair_safe_start(messages, len(messages) - limit)
+    window = messages[start:]
+    orphans = orphan_results(window)
+    while window and window[0].role == "tool" and orphans:
+        if not {r.call_id for r in window[0].tool_results} <= orphans:
+            break
+        window = window[1:]
+    return window
+
+
+def check_user(user_id: str | None) -> str | None:
+    """Return `user_id` if it is None or a valid id.
+
+    Raises:
+        InvalidId: If it is not.
+    """
+    return None if user_id is None else check_id(user_id, "user id")

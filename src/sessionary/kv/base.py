@@ -1,0 +1,112 @@
+"""The key-value driver protocol, and the scoped wrapper that gives each tenant its own keys.
+
+A driver stores string values under string keys. It needs five operations: `get`, `put`,
+`delete`, `list_prefix` (every entry whose key starts with a prefix, in key order, read
+at one instant) and `commit`, an atomic compare-and-set over several keys that is the only
+primitive the session manager needs to stay correct across processes. Drivers:
+`AsyncMemoryDriver` (one process), `AsyncSQLiteDriver` (one file, any number of
+processes) and `AsyncRedisDriver` (one server); any object with these methods will do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from sessionary.kv.keys import check_key, tenant_prefix
+
+__all__ = ["AsyncKVDriver", "AsyncScopedDriver"]
+
+
+class AsyncKVDriver(Protocol):
+    """What a key-value backend implements; `tests/kv` pins the exact behaviour."""
+
+    async def get(self, key: str) -> str | None:
+        """Return the value stored under `key`, or None."""
+        ...
+
+    async def put(self, key: str, value: str) -> None:
+        """Store `value` under `key`, replacing any value there."""
+        ...
+
+    async def delete(self, key: str) -> bool:
+        """Remove `key`; return whether it was there."""
+        ...
+
+    async def list_prefix(self, prefix: str) -> list[tuple[str, str]]:
+        """Return every `(key, value)` whose key starts with `prefix`, in key order.
+
+        The entries are read atomically: a concurrent `commit` is seen whole or not at all.
+        """
+        ...
+
+    async def commit(
+        self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
+    ) -> bool:
+        """Compare and set, over several keys at once.
+
+        If every key in `expect` holds the value given (None: the key is absent), apply
+        every write (a value to store, or None to delete the key) and return True; else
+        change nothing and return False. Other writers see all of the writes or none.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release the driver's connections; it is unusable afterwards."""
+        ...
+
+
+class AsyncScopedDriver:
+    """A view of another driver that holds only one tenant's keys.
+
+    Every key is stored as `tenant:<length>:<tenant>:<key>`. Because the tenant's length
+    comes first, no tenant id (not even one holding `:`) yields a prefix of another
+    tenant's keys, and since every key passes through the prefix, no key can reach out of
+    the namespace. Many scoped views share one driver; closing a view leaves it open.
+    """
+
+    def __init__(self, driver: AsyncKVDriver, tenant: str) -> None:
+        """Wrap `driver` for the tenant `tenant`.
+
+        Args:
+            driver: The shared driver underneath.
+            tenant: The tenant's id: any non-empty string.
+
+        Raises:
+            InvalidInput: If the tenant id is empty or not a string.
+        """
+        self._driver = driver
+        self.prefix = tenant_prefix(tenant)
+
+    def _key(self, key: str) -> str:
+        return self.prefix + check_key(key)
+
+    async def get(self, key: str) -> str | None:
+        """Return the value stored under `key` in this tenant, or None."""
+        return await self._driver.get(self._key(key))
+
+    async def put(self, key: str, value: str) -> None:
+        """Store `value` under `key` in this tenant."""
+        await self._driver.put(self._key(key), value)
+
+    async def delete(self, key: str) -> bool:
+        """Remove `key` from this tenant; return whether it was there."""
+        return await self._driver.delete(self._key(key))
+
+    async def list_prefix(self, prefix: str) -> list[tuple[str, str]]:
+        """Return this tenant's entries whose key starts with `prefix`, in key order."""
+        size = len(self.prefix)
+        entries = await self._driver.list_prefix(self.prefix + prefix)
+        return [(key[size:], value) for key, value in entries]
+
+    async def commit(
+        self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
+    ) -> bool:
+        """Compare and set over several of this tenant's keys (see `AsyncKVDriver.commit`)."""
+        return await self._driver.commit(
+            {self._key(k): v for k, v in expect.items()},
+            {self._key(k): v for k, v in writes.items()},
+        )
+
+    async def close(self) -> None:
+        """Do nothing: the driver underneath is shared and stays open."""

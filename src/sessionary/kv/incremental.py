@@ -1,0 +1,282 @@
+"""The incremental session manager: sessions over any key-value driver, O(1) per append.
+
+Each append writes one loose entry per message (and its id record) and replaces the
+session's meta entry; every `snapshot_frequency` appends the loose entries are rolled
+into the snapshot entry, trimmed to `max_messages`. A read is one prefix listing of
+`1 + loose` entries (meta and snapshot, then at most about `snapshot_frequency` loose
+ones). `sessionary.kv._layout` describes the keys.
+
+Cross-process safety comes from optimistic concurrency, not from locks. A writer reads
+the meta entry, plans its writes, and hands them to the driver's `commit` together with
+the meta entry it read (and, for an append, "absent" for each new message id). The
+driver applies the writes atomically only if nothing changed: a Lua script on Redis, a
+`BEGIN IMMEDIATE` transaction on SQLite, a lock in memory. A writer that loses re-reads
+and retries after a short random pause. So batches never interleave (the sequence
+numbers of a batch are fixed by the meta entry it replaced), no append is lost or
+duplicated, and a writer that crashes leaves nothing visible: its commit happened whole
+or not at all. Leases were the alternative; they need an expiry, and a writer that
+stalls past it could still write after another took over, which a commit cannot.
+
+A roll-up is a commit of its own right after the append that made it due (or on
+`snapshot_now`); if it loses a race it is simply tried again, and a crash before it only
+leaves more loose entries for the next append to fold in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sessionary.errors import AlreadyExists, InvalidInput
+from sessionary.ids import check_id
+from sessionary.kv._backoff import AsyncBackoff
+from sessionary.kv._layout import (
+    Encoded,
+    KVSession,
+    Listing,
+    Meta,
+    SessionKeys,
+    check_user,
+    decode_messages,
+    encode_messages,
+    history_window,
+    plan_append,
+    plan_roll_up,
+)
+from sessionary.kv.base import AsyncKVDriver
+from sessionary.model import Message
+from sessionary.records import check_patch, merge_patch
+from sessionary.stores._common import check_limit
+
+__all__ = ["AsyncIncrementalSessionManager"]
+
+
+class AsyncIncrementalSessionManager:
+    """Sessions stored incrementally in a key-value driver.
+
+    Wrap the driver in a `AsyncScopedDriver` per tenant to keep tenants apart.
+    """
+
+    def __init__(
+        self,
+        driver: AsyncKVDriver,
+        snapshot_frequency: int = 25,
+        max_messages: int | None = None,
+        *,
+        ttl: float | None = None,
+    ) -> None:
+        """Manage the sessions stored in `driver`.
+
+        Args:
+            driver: Where the entries live.
+            snapshot_frequency: Roll the loose entries into the snapshot every this many
+                appended messages.
+            max_messages: Keep at most this many messages, oldest dropped at each roll-up
+                (a tool result whose call was dropped goes too); None keeps all.
+            ttl: Seconds a session lives after its last write; None keeps it forever. An
+                expired session reads as absent, and its entries are removed when its id
+                is next written to (or by `delete_session`).
+
+        Raises:
+            InvalidInput: If a setting is not a positive number.
+        """
+        check_limit(snapshot_frequency, "snapshot_frequency")
+        check_limit(max_messages, "max_messages")
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):
+            raise InvalidInput(f"ttl must be a number of seconds, got {ttl!r}")
+        if ttl is not None and not ttl > 0:
+            raise InvalidInput(f"ttl must be positive, got {ttl!r}")
+        self.driver = driver
+        self.snapshot_frequency = snapshot_frequency
+        self.max_messages = max_messages
+        self.ttl = ttl
+
+    async def append_message(self, session_id: str, message: Message) -> int:
+        """Append one message; see `append_messages`.
+
+        Raises:
+            InvalidId: If the session id is not a valid id.
+            InvalidMessage: If the message is malformed.
+        """
+        return await self.append_messages(session_id, [message])
+
+    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> int:
+        """Append messages atomically, creating the session if needed.
+
+        The batch gets consecutive sequence numbers, never interleaved with another
+        writer's. Messages whose id is already stored in the session are skipped. A
+        roll-up that falls due during the batch runs once, after it.
+
+        Returns:
+            How many messages were new.
+
+        Raises:
+            InvalidId: If the session id is not a valid id.
+            InvalidMessage: If a message is malformed; nothing is written.
+            PayloadTooLarge: If a message is too large; nothing is written.
+            Conflict: If other writers kept winning for a minute.
+        """
+        keys = SessionKeys(check_id(session_id, "session id"))
+        batch = encode_messages(messages)
+        added, meta = await self._commit_append(keys, batch)
+        if meta is not None and meta.since_snapshot >= self.snapshot_frequency:
+            await self._roll_up(keys, force=False)
+        return added
+
+    async def _commit_append(
+        self, keys: SessionKeys, batch: list[Encoded]
+    ) -> tuple[int, Meta | None]:
+        """Commit the batch's unstored messages; return how many, and the new meta entry."""
+        backoff = AsyncBackoff(f"append to session {keys.session_id!r}")
+        while batch:
+            current, meta = await self._read_meta(keys)
+            new, writes = plan_append(keys, meta or Meta.new(None), batch, self.ttl)
+            expect: dict[str, str | None] = {keys.meta: current}
+            expect.update((keys.message_id(item.id), None) for item in batch)
+            if await self.driver.commit(expect, writes):
+                return len(batch), new
+            unstored = await self._unstored(keys, batch)
+            if len(unstored) == len(batch):
+                await backoff.wait()
+            batch = unstored
+        return 0, None
+
+    async def _unstored(self, keys: SessionKeys, batch: list[Encoded]) -> list[Encoded]:
+        """The messages of `batch` whose id the session does not hold yet."""
+        unstored = []
+        for item in batch:
+            if await self.driver.get(keys.message_id(item.id)) is None:
+                unstored.append(item)
+        return unstored
+
+    async def _read_meta(self, keys: SessionKeys) -> tuple[str | None, Meta | None]:
+        """Read the meta entry; an expired session's entries are removed, leaving none."""
+        current = await self.driver.get(keys.meta)
+        meta = Meta.decode(current)
+        if meta is None and current is not None:
+            await self._remove(keys)
+            return None, None
+        return current, meta
+
+    async def get_or_create(self, session_id: str, user_id: str | None = None) -> KVSession:
+        """Return the session with every message, creating it (meta only) if needed.
+
+        Raises:
+            InvalidId: If an id is not valid.
+            AlreadyExists: If the session exists and belongs to another user.
+        """
+        keys = SessionKeys(check_id(session_id, "session id"))
+        user_id = check_user(user_id)
+        while True:
+            listing = Listing.parse(keys, await self.driver.list_prefix(keys.prefix))
+            meta = Meta.decode(listing.meta_text)
+            if meta is not None:
+                break
+            if listing.meta_text is not None:  # expired
+                await self._remove(keys)
+            meta = Meta.new(user_id).touched(self.ttl)
+            if await self.driver.commit({keys.meta: None}, {keys.meta: meta.encode()}):
+                return meta.record(session_id, [])
+        if user_id is not None and meta.user_id not in (None, user_id):
+            raise AlreadyExists(f"session {session_id!r} belongs to another user")
+        return meta.record(session_id, decode_messages(listing.raw_messages()))
+
+    async def get_history(self, session_id: str, limit: int | None = None) -> list[Message]:
+        """Return the newest `limit` messages (all by default), oldest first.
+
+        The window widens backwards so that no tool result is shown without its call;
+        a result whose call a `max_messages` trim dropped is left out. An unknown or
+        expired session has no messages.
+
+        Raises:
+            InvalidId: If the session id is not a valid id.
+            InvalidInput: If `limit` is not a positive integer.
+        """
+        keys = SessionKeys(check_id(session_id, "session id"))
+        check_limit(limit)
+        listing = Listing.parse(keys, await self.driver.list_prefix(keys.prefix))
+        if Meta.decode(listing.meta_text) is None:
+            return []
+        return history_window(decode_messages(listing.raw_messages()), limit)
+
+    async def update_state(self, session_id: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """Merge `patch` into the session's state (JSON merge patch) and return the result.
+
+        Creates the session if needed.
+
+        Raises:
+            InvalidId: If the session id is not a valid id.
+            InvalidPatch: If the patch is not a JSON object.
+        """
+        keys = SessionKeys(check_id(session_id, "session id"))
+        patch = check_patch(patch)
+        backoff = AsyncBackoff(f"update the state of session {session_id!r}")
+        while True:
+            current, meta = await self._read_meta(keys)
+            meta = meta or Meta.new(None)
+            new = meta.touched(self.ttl, state=merge_patch(meta.state, patch))
+            if await self.driver.commit({keys.meta: current}, {keys.meta: new.encode()}):
+                return new.state
+            await backoff.wait()
+
+    async def get_state(self, session_id: str) -> dict[str, Any]:
+        """Return the session's state; `{}` if the session does not exist.
+
+        Raises:
+            InvalidId: If the session id is not a valid id.
+        """
+        keys = SessionKeys(check_id(session_id, "session id"))
+        meta = Meta.decode(await self.driver.get(keys.meta))
+        return {} if meta is None else meta.state
+
+    async def snapshot_now(self, session_id: str) -> None:
+        """Roll the loose entries into the snapshot now (e.g. before shutting down).
+
+        Raises:
+            InvalidId: If the session id is not a valid id.
+        """
+        await self._roll_up(SessionKeys(check_id(session_id, "session id")), force=True)
+
+    async def _roll_up(self, keys: SessionKeys, force: bool) -> None:
+        backoff = AsyncBackoff(f"roll up session {keys.session_id!r}")
+        while True:
+            listing = Listing.parse(keys, await self.driver.list_prefix(keys.prefix))
+            meta = Meta.decode(listing.meta_text)
+            if meta is None or not listing.loose:
+                return
+            if not force and meta.since_snapshot < self.snapshot_frequency:
+                return
+            writes = plan_roll_up(keys, listing, meta, self.max_messages)
+            if await self.driver.commit({keys.meta: listing.meta_text}, writes):
+                return
+            await backoff.wait()
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Remove every entry of the session: meta, snapshot, loose entries, id records.
+
+        Returns:
+            Whether the session existed (and had not expired).
+
+        Raises:
+            InvalidId: If the session id is not a valid id.
+        """
+        keys = SessionKeys(check_id(session_id, "session id"))
+        existed = Meta.decode(await self.driver.get(keys.meta)) is not None
+        await self._remove(keys)
+        return existed
+
+    async def _remove(self, keys: SessionKeys) -> None:
+        """Delete every entry of a session, retrying while writers change it."""
+        backoff = AsyncBackoff(f"delete session {keys.session_id!r}")
+        while True:
+            # The session's entries first, then its ids: a write between the two
+            # listings changes the meta entry, so the commit below fails and retries.
+            listed = await self.driver.list_prefix(keys.prefix)
+            current = next((v for k, v in listed if k == keys.meta), None)
+            listed += await self.driver.list_prefix(keys.ids)
+            if not listed:
+                return
+            writes = dict.fromkeys((key for key, _ in listed), None)
+            if await self.driver.commit({keys.meta: current}, writes):
+                return
+            await backoff.wait()

@@ -1,0 +1,51 @@
+"""What appends and reads cost, counted at the driver: O(1) per append, O(1 + loose) per read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _kv_helpers import CountingDriver
+
+from sessionary import Message
+from sessionary.kv import IncrementalSessionManager, MemoryDriver
+
+
+@pytest.mark.parametrize("frequency", [5, 25])
+def test_an_append_costs_one_commit_plus_one_roll_up_per_n(frequency: int) -> None:
+    driver = CountingDriver(MemoryDriver())
+    manager = IncrementalSessionManager(driver, snapshot_frequency=frequency)
+    appends = 40 * frequency
+    for i in range(appends):
+        manager.append_message("s", Message.user(f"m{i}"))
+    assert driver.write_calls / appends == pytest.approx(1 + 1 / frequency)
+    assert driver.calls["commit"] == appends + appends // frequency
+    assert driver.read_calls / appends == pytest.approx(1 + 1 / frequency)
+    # Entries: a loose entry, an id record and the meta entry per append; per roll-up the
+    # snapshot, the meta entry and one delete per loose entry. Never the whole history.
+    assert driver.entries_written / appends == pytest.approx(3 + (frequency + 2) / frequency)
+
+
+def test_a_batch_is_one_commit() -> None:
+    driver = CountingDriver(MemoryDriver())
+    manager = IncrementalSessionManager(driver, snapshot_frequency=1000)
+    manager.append_messages("s", [Message.user(f"m{i}") for i in range(10)])
+    assert (driver.calls["commit"], driver.read_calls) == (1, 1)
+
+
+def _history_cost(driver: CountingDriver, manager: Any, limit: int | None) -> tuple[int, int]:
+    driver.reset()
+    manager.get_history("s", limit)
+    return driver.read_calls, driver.entries_read
+
+
+def test_a_read_is_one_listing_of_meta_snapshot_and_loose_entries() -> None:
+    driver = CountingDriver(MemoryDriver())
+    manager = IncrementalSessionManager(driver, snapshot_frequency=25)
+    for i in range(1000 + 7):  # 40 roll-ups, then 7 loose entries
+        manager.append_message("s", Message.user(f"m{i}"))
+    assert _history_cost(driver, manager, 20) == (1, 2 + 7)  # meta + snapshot + loose
+    assert _history_cost(driver, manager, None) == (1, 2 + 7)
+    manager.snapshot_now("s")
+    assert _history_cost(driver, manager, 20) == (1, 2)
+    assert len(manager.get_history("s")) == 1007

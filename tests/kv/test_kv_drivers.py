@@ -1,0 +1,121 @@
+"""The driver protocol, pinned on every driver (memory, SQLite, Redis; sync and async)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from sessionary.errors import InvalidInput
+
+KEYS = ["a:1", "a:2", "a:10", "a:é", "a:z", "a:\U0001f600", "a;", "ab", "a", "b:1"]
+
+
+def test_get_put_overwrite_delete(driver: Any) -> None:
+    assert driver.get("k") is None
+    driver.put("k", "one")
+    assert driver.get("k") == "one"
+    driver.put("k", "two ✓")
+    assert driver.get("k") == "two ✓"
+    assert driver.delete("k") is True
+    assert driver.delete("k") is False
+    assert driver.get("k") is None
+    assert driver.list_prefix("") == []
+
+
+def test_list_prefix_returns_exactly_the_prefix_in_key_order(driver: Any) -> None:
+    for i, key in enumerate(KEYS):
+        driver.put(key, f"v{i}")
+    values = dict(zip(KEYS, (f"v{i}" for i in range(len(KEYS))), strict=True))
+    listed = driver.list_prefix("a:")
+    assert [k for k, _ in listed] == sorted(k for k in KEYS if k.startswith("a:"))
+    assert all(values[k] == v for k, v in listed)
+    assert [k for k, _ in driver.list_prefix("")] == sorted(KEYS)
+    assert driver.list_prefix("a:1") == [("a:1", "v0"), ("a:10", "v2")]
+    assert driver.list_prefix("c") == []
+    assert [k for k, _ in driver.list_prefix("a:\U0001f600")] == ["a:\U0001f600"]
+
+
+def test_zero_padded_keys_list_in_numeric_order(driver: Any) -> None:
+    for seq in (10, 2, 100, 1, 11):
+        driver.put(f"s:msg:{seq:012d}", str(seq))
+    assert [v for _, v in driver.list_prefix("s:msg:")] == ["1", "2", "10", "11", "100"]
+
+
+def test_commit_applies_every_write_when_expectations_hold(driver: Any) -> None:
+    driver.put("old", "x")
+    assert driver.commit({"meta": None}, {"meta": "1", "a": "A", "old": None}) is True
+    assert driver.list_prefix("") == [("a", "A"), ("meta", "1")]
+    assert driver.commit({"meta": "1", "a": "A"}, {"meta": "2"}) is True
+    assert driver.get("meta") == "2"
+
+
+@pytest.mark.parametrize(
+    "expect", [{"meta": None}, {"meta": "wrong"}, {"meta": "1", "a": None}, {"gone": "x"}]
+)
+def test_commit_changes_nothing_when_an_expectation_fails(
+    driver: Any, expect: dict[str, str | None]
+) -> None:
+    driver.commit({}, {"meta": "1", "a": "A"})
+    before = driver.list_prefix("")
+    assert driver.commit(expect, {"meta": "9", "a": None, "new": "N"}) is False
+    assert driver.list_prefix("") == before
+
+
+def test_commit_with_no_expectations_always_applies(driver: Any) -> None:
+    assert driver.commit({}, {"x": "1", "y": "2"}) is True
+    assert driver.commit({}, {"x": None, "missing": None}) is True
+    assert driver.list_prefix("") == [("y", "2")]
+
+
+@pytest.mark.parametrize("key", ["", 7, None, "bad\ud800"])
+def test_bad_keys_are_refused_and_nothing_is_written(driver: Any, key: Any) -> None:
+    with pytest.raises(InvalidInput):
+        driver.put(key, "v")
+    with pytest.raises(InvalidInput):
+        driver.commit({}, {"fine": "v", key: "v"})
+    with pytest.raises(InvalidInput):
+        driver.get(key)
+    assert driver.list_prefix("") == []
+
+
+@pytest.mark.parametrize("value", [b"bytes", 3, "lone\udfff"])
+def test_bad_values_are_refused_and_nothing_is_written(driver: Any, value: Any) -> None:
+    with pytest.raises(InvalidInput):
+        driver.commit({}, {"fine": "v", "k": value})
+    assert driver.list_prefix("") == []
+
+
+def test_compare_and_set_counter_loses_no_increment_across_threads(driver: Any) -> None:
+    threads, rounds = 4, 40
+
+    def bump() -> None:
+        for _ in range(rounds):
+            while True:
+                current = driver.get("counter")
+                new = str(int(current or 0) + 1)
+                if driver.commit({"counter": current}, {"counter": new}):
+                    break
+
+    workers = [threading.Thread(target=bump) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert driver.get("counter") == str(threads * rounds)
+
+
+async def test_async_driver_protocol(adriver: Any) -> None:
+    assert await adriver.get("k") is None
+    await adriver.put("b:2", "two")
+    await adriver.put("b:1", "one")
+    await adriver.put("c", "three")
+    assert await adriver.list_prefix("b:") == [("b:1", "one"), ("b:2", "two")]
+    assert await adriver.commit({"b:1": "one"}, {"b:1": None, "d": "four"}) is True
+    assert await adriver.commit({"b:1": "one"}, {"e": "five"}) is False
+    assert await adriver.delete("c") is True
+    assert await adriver.delete("c") is False
+    assert await adriver.list_prefix("") == [("b:2", "two"), ("d", "four")]
+    with pytest.raises(InvalidInput):
+        await adriver.put("", "v")

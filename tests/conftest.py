@@ -7,26 +7,38 @@ reachable. Locally an unreachable server is skipped with the reason shown; with
 
 from __future__ import annotations
 
+import functools
 import os
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import pytest
 
 import sessionary
 
 REQUIRE_BACKENDS = os.environ.get("SESSIONARY_REQUIRE_BACKENDS", "") not in ("", "0")
+POSTGRES_URL = os.environ.get(
+    "SESSIONARY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
+)
+MYSQL_URL = os.environ.get("SESSIONARY_TEST_MYSQL", "mysql://root@127.0.0.1:3306/test")
 
 # Every backend, by fixture name; each param carries a marker so `-m sqlite` selects one.
 BACKENDS = [
     pytest.param("memory", marks=pytest.mark.memory),
     pytest.param("sqlite", marks=pytest.mark.sqlite),
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("mysql", marks=pytest.mark.mysql),
 ]
 
 
 # Backends whose data other processes can open: the cross-process guarantees run on these.
 SHARED_BACKENDS = [
     pytest.param("sqlite", marks=pytest.mark.sqlite),
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("mysql", marks=pytest.mark.mysql),
 ]
 
 
@@ -42,6 +54,92 @@ def backend_unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+@functools.cache
+def _postgres_problem() -> str | None:
+    """Why the test PostgreSQL server cannot be used, or None if it can."""
+    try:
+        import psycopg
+    except ImportError as exc:
+        return f"psycopg is not installed: {exc}"
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=5).close()
+    except psycopg.Error as exc:
+        return f"PostgreSQL at {POSTGRES_URL} is unreachable: {exc}"
+    return None
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A URL for an empty schema of its own on the test PostgreSQL server, dropped after."""
+    problem = _postgres_problem()
+    if problem is not None:
+        backend_unavailable(problem)
+    import psycopg
+
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    yield f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _mysql_connect(database: str | None = None) -> Any:
+    """A PyMySQL connection to the test MySQL server (or another database on it)."""
+    import pymysql
+
+    parts = urlsplit(MYSQL_URL)
+    return pymysql.connect(
+        host=parts.hostname or "localhost",
+        port=parts.port or 3306,
+        user=unquote(parts.username or "root"),
+        password=unquote(parts.password or ""),
+        database=database or unquote(parts.path.lstrip("/")),
+        connect_timeout=5,
+        autocommit=True,
+    )
+
+
+@functools.cache
+def _mysql_problem() -> str | None:
+    """Why the test MySQL server cannot be used, or None if it can."""
+    try:
+        import aiomysql  # noqa: F401
+        import pymysql
+    except ImportError as exc:
+        return f"PyMySQL or aiomysql is not installed: {exc}"
+    try:
+        _mysql_connect().close()
+    except pymysql.err.Error as exc:
+        return f"MySQL at {MYSQL_URL} is unreachable: {exc}"
+    return None
+
+
+@pytest.fixture
+def mysql_url() -> Iterator[str]:
+    """A URL for an empty database of its own on the test MySQL server, dropped after."""
+    problem = _mysql_problem()
+    if problem is not None:
+        backend_unavailable(problem)
+    database = f"test_{uuid.uuid4().hex[:16]}"
+    conn = _mysql_connect()
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4")
+    finally:
+        conn.close()
+    parts = urlsplit(MYSQL_URL)
+    yield urlunsplit(parts._replace(path=f"/{database}"))
+    conn = _mysql_connect()
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
+    finally:
+        conn.close()
+
+
+def _server_url(request: pytest.FixtureRequest, name: str) -> str:
+    return str(request.getfixturevalue(f"{name}_url"))
+
+
 @pytest.fixture(params=BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A URL for a fresh, empty store of each backend."""
@@ -50,7 +148,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return "memory://"
     if name == "sqlite":
         return f"sqlite:///{tmp_path / 'test.db'}"
-    raise AssertionError(name)
+    return _server_url(request, name)
 
 
 @pytest.fixture(params=SHARED_BACKENDS)
@@ -59,7 +157,7 @@ def shared_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     name = request.param
     if name == "sqlite":
         return f"sqlite:///{tmp_path / 'shared.db'}"
-    raise AssertionError(name)
+    return _server_url(request, name)
 
 
 @pytest.fixture

@@ -1,7 +1,13 @@
-"""Store URLs: which backend a URL names, and with what options (pure, no I/O)."""
+"""Store URLs: which backend a URL names, and with what options (pure, no I/O).
+
+Server URLs keep everything but their query string as the location (credentials, host,
+port, database); the query string holds sessionary's options, and an unknown option is
+an error rather than something silently passed on.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
@@ -9,11 +15,21 @@ from sessionary.errors import InvalidURL
 
 __all__ = ["StoreURL", "parse_store_url"]
 
-_LATER = ("postgresql", "postgres", "mysql", "mariadb", "redis", "rediss")
+_LATER = ("redis", "rediss")
+_SERVERS = {
+    "postgresql": "postgresql",
+    "postgres": "postgresql",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+}
+_POOL: dict[str, type] = {"pool_size": int, "connect_timeout": float, "max_message_bytes": int}
 _OPTIONS: dict[str, dict[str, type]] = {
     "memory": {"max_message_bytes": int},
     "sqlite": {"durability": str, "busy_timeout": float, "max_message_bytes": int},
+    "postgresql": {**_POOL, "schema": str},
+    "mysql": _POOL,
 }
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +86,28 @@ def parse_store_url(url: str) -> StoreURL:
         if not path:
             raise InvalidURL(f"{url!r}: no database path; use sqlite:///path.db")
         return StoreURL("sqlite", path, _options("sqlite", parts.query))
+    if scheme in _SERVERS:
+        return _server_url(url, _SERVERS[scheme], rest)
     if scheme in _LATER:
         raise InvalidURL(f"{url!r}: the {scheme} backend is not available in this version")
     raise InvalidURL(f"{url!r}: unknown store scheme {scheme!r}; use sqlite:/// or memory://")
+
+
+def _server_url(url: str, scheme: str, rest: str) -> StoreURL:
+    """Parse a PostgreSQL or MySQL URL; its location is the URL without the query string."""
+    location, _, query = rest.partition("?")
+    try:
+        parts = urlsplit(f"{scheme}://{location}")
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise InvalidURL(f"{url!r}: {exc}") from None
+    if scheme == "mysql" and (not parts.hostname or not parts.path.strip("/")):
+        raise InvalidURL(f"{url!r}: use mysql://user:password@host:port/database")
+    options = _options(scheme, query)
+    for key in ("pool_size", "connect_timeout", "max_message_bytes"):
+        if key in options and not options[key] > 0:  # type: ignore[operator]
+            raise InvalidURL(f"store option {key} must be positive, not {options[key]!r}")
+    schema = options.get("schema")
+    if schema is not None and not _IDENTIFIER.match(str(schema)):
+        raise InvalidURL(f"store option schema={schema!r} must be a plain SQL identifier")
+    return StoreURL(scheme, f"{scheme}://{location}", options)

@@ -7,16 +7,24 @@
 | `sqlite:///relative/path.db`, `sqlite:////absolute/path.db`, or a plain path | SQLite file |
 | `sqlite:///:memory:` | SQLite in memory (private to the store) |
 | `memory://` / `memory://NAME` | in-process memory (private / shared by name) |
+| `postgresql://user:password@host:port/database` (or `postgres://`) | PostgreSQL |
+| `mysql://user:password@host:port/database` (or `mariadb://`) | MySQL or MariaDB |
 
 SQLite options go in the query string: `durability=full|normal`, `busy_timeout=SECONDS`,
-`max_message_bytes=N`. `sessionary.stores.urls` parses URLs without opening anything.
+`max_message_bytes=N`. Server options: `pool_size=N` (most connections, default 10),
+`connect_timeout=SECONDS`, `max_message_bytes=N`, and for PostgreSQL `schema=NAME` (created
+if missing). `sessionary.stores.urls` parses URLs without opening anything.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from sessionary._sync.stores.adapter import wrap_engine
 from sessionary._sync.stores.base import Store
-from sessionary.stores.urls import parse_store_url
+from sessionary._sync.stores.sql import SQLStore
+from sessionary.errors import BackendNotInstalled
+from sessionary.stores.urls import StoreURL, parse_store_url
 
 __all__ = ["open_store"]
 
@@ -25,10 +33,12 @@ def open_store(url: str) -> Store:
     """Open the store a URL names.
 
     Args:
-        url: `sqlite:///path.db`, `memory://`, or a plain file path (SQLite).
+        url: `sqlite:///path.db`, `memory://`, `postgresql://...`, `mysql://...`, or a
+            plain file path (SQLite).
 
     Raises:
         InvalidURL: If the URL is malformed, has unknown options, or names no backend.
+        BackendNotInstalled: If the backend's optional dependency is missing.
         StoreUnavailable: If the backend cannot be opened.
     """
     parsed = parse_store_url(url)
@@ -36,6 +46,34 @@ def open_store(url: str) -> Store:
         from sessionary.stores.memory import open_memory_engine
 
         return wrap_engine(open_memory_engine(parsed.location, **parsed.options))  # type: ignore[arg-type]
+    if parsed.scheme in ("postgresql", "mysql"):
+        return _open_server(parsed)
     from sessionary.stores.sqlite import SQLiteEngine
 
     return wrap_engine(SQLiteEngine(parsed.location, **parsed.options))  # type: ignore[arg-type]
+
+
+def _open_server(parsed: StoreURL) -> Store:
+    """Open a PostgreSQL or MySQL store; its driver is imported here, not before."""
+    options: dict[str, Any] = dict(parsed.options)
+    limit = options.pop("max_message_bytes", None)
+    sizes = {} if limit is None else {"max_message_bytes": limit}
+    if parsed.scheme == "postgresql":
+        try:
+            from sessionary.stores._postgres_sql import PostgresDialect
+            from sessionary.stores.postgres import PostgresDriver
+        except ImportError as exc:
+            raise BackendNotInstalled(
+                f"the postgresql backend needs psycopg 3 ({exc}): "
+                "pip install 'sessionary[postgres]'"
+            ) from None
+        driver = PostgresDriver(parsed.location, **options)
+        return SQLStore(driver, PostgresDialect(options.get("schema")), **sizes)
+    try:
+        from sessionary.stores._mysql_sql import MySQLDialect
+        from sessionary.stores.mysql import MySQLDriver
+    except ImportError as exc:
+        raise BackendNotInstalled(
+            f"the mysql backend needs PyMySQL and aiomysql ({exc}): pip install 'sessionary[mysql]'"
+        ) from None
+    return SQLStore(MySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)

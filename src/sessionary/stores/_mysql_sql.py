@@ -1,0 +1,200 @@
+"""MySQL's and MariaDB's SQL: the schema as migrations, and full-text search.
+
+Tables are InnoDB, `utf8mb4` with the binary collation `utf8mb4_bin` (ids compare
+byte for byte, as everywhere else).
+
+Migrations: MySQL commits DDL implicitly, so a migration cannot be one transaction.
+Instead every migration runs under the named lock `GET_LOCK('sessionary migrations')`
+(one migrating client at a time) and every statement is idempotent (`CREATE TABLE IF NOT
+EXISTS`), so a migration interrupted half-way is simply completed by the next client.
+
+Search: InnoDB's FULLTEXT parser ignores words shorter than `innodb_ft_min_token_size`
+(3 by default, a server setting) and words on its stopword list, and folds case by
+collation. To search every word the same way on any server, `messages.text` holds each
+word as a token of its own making: `s_` + the word case- and accent-folded (as the
+in-memory store folds it). `_` is a word character to InnoDB and never part of a word of
+the query language, so tokens cannot collide with anything, are never too short, and
+are not stopwords. Queries are rendered to `MATCH ... AGAINST (... IN BOOLEAN MODE)`
+from the parsed `Query` (`+(a b)` per group, `"s_a s_b"` for a phrase, `s_a*` for a
+prefix, `-x` per exclusion), bound as a parameter. Every candidate is then checked
+against the query in Python on the message's own text, which also builds the
+highlighted snippet, so the hits are exactly the in-memory store's (no stemming; case
+and accents folded). What differs: words longer than `innodb_ft_max_token_size` (84)
+less 2 characters are not indexed and cannot be found; the rank is InnoDB's relevance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sessionary.errors import InvalidQuery
+from sessionary.model import decode_body, from_micros, message_text
+from sessionary.query import Query, Term, words
+from sessionary.records import Scope, SearchHit
+from sessionary.stores._sql_common import Dialect, Migration
+from sessionary.stores.memory import _fold, _match
+
+__all__ = ["MySQLDialect", "to_boolean_mode"]
+
+_TOKEN = "s_"
+_ID = "VARCHAR(128) NOT NULL"
+_TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+_OVERFETCH = 10
+"""Candidates fetched beyond `limit`, for the few the Python check may drop."""
+
+_V1: tuple[str, ...] = (
+    "SET SESSION innodb_ft_enable_stopword = OFF",
+    f"""CREATE TABLE IF NOT EXISTS sessions (
+        pk BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        tenant {_ID},
+        user_id {_ID},
+        id {_ID},
+        name TEXT NULL,
+        parent_session_id VARCHAR(128) NULL,
+        model TEXT NULL,
+        source TEXT NULL,
+        metadata LONGTEXT NOT NULL,
+        created_us BIGINT NOT NULL,
+        updated_us BIGINT NOT NULL,
+        ended_us BIGINT NULL,
+        end_reason TEXT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cost DOUBLE NOT NULL,
+        version BIGINT NOT NULL,
+        head_id VARCHAR(128) NULL,
+        head_depth INT NOT NULL,
+        message_count BIGINT NOT NULL,
+        UNIQUE KEY sessions_key (tenant, user_id, id),
+        KEY sessions_activity (tenant, user_id, updated_us, id)
+    ) {_TABLE}""",
+    f"""CREATE TABLE IF NOT EXISTS messages (
+        seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        session_pk BIGINT NOT NULL,
+        id {_ID},
+        parent_id VARCHAR(128) NULL,
+        depth INT NOT NULL,
+        role VARCHAR(64) NOT NULL,
+        created_us BIGINT NOT NULL,
+        data LONGTEXT NOT NULL,
+        text LONGTEXT NOT NULL,
+        UNIQUE KEY messages_id (session_pk, id),
+        KEY messages_depth (session_pk, depth, seq),
+        KEY messages_parent (session_pk, parent_id, seq),
+        FULLTEXT KEY messages_search (text)
+    ) {_TABLE}""",
+    f"""CREATE TABLE IF NOT EXISTS states (
+        level VARCHAR(16) NOT NULL,
+        tenant {_ID},
+        user_id {_ID},
+        owner {_ID},
+        data LONGTEXT NOT NULL,
+        version BIGINT NOT NULL,
+        PRIMARY KEY (level, tenant, user_id, owner)
+    ) {_TABLE}""",
+)
+
+
+class MySQLDialect(Dialect):
+    """MySQL 8 or MariaDB 10.6 or later (recursive CTEs, InnoDB FULLTEXT)."""
+
+    name = "mysql"
+    migrations: tuple[Migration, ...] = (
+        (1, "sessions, messages with a FULLTEXT index, and state", _V1),
+    )
+    migrations_table = (
+        "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INT NOT NULL PRIMARY KEY, "
+        "name VARCHAR(200) NOT NULL, "
+        f"applied_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) {_TABLE}"
+    )
+
+    def migration_lock(self) -> tuple[str, ...]:
+        """Take the named migration lock (DDL cannot run in a transaction).
+
+        Notes ("table already exists" from an idempotent `IF NOT EXISTS`) are silenced
+        on this connection, which only migrates.
+        """
+        return ("SET SESSION sql_notes = 0", "SELECT GET_LOCK('sessionary migrations', 60)")
+
+    def migration_unlock(self) -> tuple[str, ...]:
+        """Release the named migration lock."""
+        return ("SELECT RELEASE_LOCK('sessionary migrations')",)
+
+    def insert_ignore(self, table: str, columns: Sequence[str]) -> str:
+        """An INSERT of one row that does nothing if the row's key is taken.
+
+        `ON DUPLICATE KEY UPDATE` (not `INSERT IGNORE`) so that a taken key is locked
+        exclusively at once, and no other error is turned into a warning.
+        """
+        marks = ", ".join(["%s"] * len(columns))
+        return (
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
+            f"ON DUPLICATE KEY UPDATE {columns[0]} = {columns[0]}"
+        )
+
+    def index_text(self, text: str) -> str:
+        """The tokens `messages.text` holds for a message's text (see the module docstring)."""
+        return " ".join(map(_token, words(text)))
+
+    def search_sql(
+        self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
+    ) -> tuple[str, list[Any]]:
+        """Candidates by InnoDB relevance, with the message bodies to check them on."""
+        against = to_boolean_mode(query)
+        match = "MATCH (m.text) AGAINST (%s IN BOOLEAN MODE)"
+        params: list[Any] = [against, against, scope.tenant, scope.user]
+        filters = ""
+        if session_id is not None:
+            filters += " AND s.id = %s"
+            params.append(session_id)
+        if role is not None:
+            filters += " AND m.role = %s"
+            params.append(role)
+        sql = (
+            f"SELECT s.id, m.id, m.role, m.created_us, m.data, {match} AS score "
+            "FROM messages AS m JOIN sessions AS s ON s.pk = m.session_pk "
+            f"WHERE {match} AND s.tenant = %s AND s.user_id = %s{filters} "
+            "ORDER BY score DESC, m.seq LIMIT %s"
+        )
+        return sql, [*params, limit + _OVERFETCH]
+
+    def search_hits(
+        self, rows: Sequence[Sequence[Any]], query: Query, limit: int
+    ) -> list[SearchHit]:
+        """Keep the best `limit` candidates that match `query` exactly, with snippets."""
+        hits: list[SearchHit] = []
+        for r in rows:
+            text = message_text(decode_body(r[1], r[2], r[3], r[4], None))
+            score, snippet = _match(query, text)
+            if score:
+                hits.append(SearchHit(r[0], r[1], r[2], snippet, float(r[5]), from_micros(r[3])))
+        return hits[:limit]
+
+
+def to_boolean_mode(query: Query) -> str:
+    """Render a query for `MATCH ... AGAINST (... IN BOOLEAN MODE)`.
+
+    Examples:
+        >>> from sessionary.query import parse_query
+        >>> to_boolean_mode(parse_query('pet Cat OR dog* -"hot dog"'))
+        '+(s_pet) +(s_cat s_dog*) -"s_hot s_dog"'
+    """
+    positive = " ".join("+(" + " ".join(map(_term, group)) + ")" for group in query.groups)
+    excluded = "".join(f" -{_term(term)}" for term in query.excluded)
+    return positive + excluded
+
+
+def _term(term: Term) -> str:
+    # Re-split the text so that a hand-built Term cannot carry an operator or a quote.
+    tokens = list(map(_token, words(term.text)))
+    if not tokens:
+        raise InvalidQuery(f"the search term {term.text!r} holds no word")
+    if len(tokens) > 1:
+        return '"' + " ".join(tokens) + '"'
+    return tokens[0] + ("*" if term.prefix else "")
+
+
+def _token(word: str) -> str:
+    """`s_` + the word folded; folding may yield punctuation (`⑴` is `(1)`), which goes."""
+    return _TOKEN + "".join(words(_fold(word)))

@@ -1,0 +1,187 @@
+"""PostgreSQL's SQL: the schema as migrations, and full-text search.
+
+Search uses a stored generated `tsvector` column over `messages.text` with a GIN index,
+so a message is searchable the moment its append commits. The text search
+configuration `sessionary_search` is PostgreSQL's English one with its Snowball stemmer
+but no stopword list: like SQLite's `porter unicode61`, every word can be searched
+("or", "the"), and word forms are folded ("lemurs" finds "lemur"). Accents are not
+folded (SQLite's tokenizer does fold them); composed and decomposed forms match, since
+the indexed text is NFC-normalised.
+
+A `Query` is rendered to a tsquery string here (terms are runs of letters and digits
+only, each single-quoted): words of a phrase joined by `<->`, a prefix as `:*`, a group
+as `|`, groups joined by `&`, exclusions as `& !(...)`. The string is bound as a
+parameter of `to_tsquery`, never spliced into SQL. A group whose terms hold no word the
+parser indexes (e.g. only `½`) can match nothing, so the query is guarded with
+`numnode(...) > 0` per group rather than letting PostgreSQL drop that group and match
+more than asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sessionary.errors import InvalidQuery
+from sessionary.model import from_micros
+from sessionary.query import Query, Term, words
+from sessionary.records import Scope, SearchHit
+from sessionary.stores._common import HIGHLIGHT
+from sessionary.stores._sql_common import Dialect, Migration
+
+__all__ = ["PostgresDialect", "to_tsquery"]
+
+_CONFIG = "'sessionary_search'"
+_HEADLINE = f"StartSel={HIGHLIGHT[0]}, StopSel={HIGHLIGHT[1]}, MaxWords=16, MinWords=5"
+
+_V1: tuple[str, ...] = (
+    "CREATE TEXT SEARCH DICTIONARY sessionary_stem (TEMPLATE = snowball, LANGUAGE = english)",
+    "CREATE TEXT SEARCH CONFIGURATION sessionary_search (COPY = pg_catalog.english)",
+    "ALTER TEXT SEARCH CONFIGURATION sessionary_search ALTER MAPPING FOR asciiword, "
+    "asciihword, hword_asciipart, word, hword, hword_part WITH sessionary_stem",
+    """CREATE TABLE sessions (
+        pk BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        tenant TEXT COLLATE "C" NOT NULL,
+        user_id TEXT COLLATE "C" NOT NULL,
+        id TEXT COLLATE "C" NOT NULL,
+        name TEXT,
+        parent_session_id TEXT COLLATE "C",
+        model TEXT,
+        source TEXT,
+        metadata TEXT NOT NULL,
+        created_us BIGINT NOT NULL,
+        updated_us BIGINT NOT NULL,
+        ended_us BIGINT,
+        end_reason TEXT,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cost DOUBLE PRECISION NOT NULL,
+        version BIGINT NOT NULL,
+        head_id TEXT COLLATE "C",
+        head_depth INTEGER NOT NULL,
+        message_count BIGINT NOT NULL,
+        UNIQUE (tenant, user_id, id)
+    )""",
+    "CREATE INDEX sessions_activity ON sessions (tenant, user_id, updated_us, id)",
+    f"""CREATE TABLE messages (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        session_pk BIGINT NOT NULL,
+        id TEXT COLLATE "C" NOT NULL,
+        parent_id TEXT COLLATE "C",
+        depth INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        created_us BIGINT NOT NULL,
+        data TEXT NOT NULL,
+        text TEXT NOT NULL,
+        text_tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector({_CONFIG}::regconfig, text)) STORED,
+        UNIQUE (session_pk, id)
+    )""",
+    "CREATE INDEX messages_depth ON messages (session_pk, depth, seq)",
+    "CREATE INDEX messages_parent ON messages (session_pk, parent_id, seq)",
+    "CREATE INDEX messages_search ON messages USING gin (text_tsv)",
+    """CREATE TABLE states (
+        level TEXT NOT NULL,
+        tenant TEXT COLLATE "C" NOT NULL,
+        user_id TEXT COLLATE "C" NOT NULL,
+        owner TEXT COLLATE "C" NOT NULL,
+        data TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        PRIMARY KEY (level, tenant, user_id, owner)
+    )""",
+)
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL 12 or later.
+
+    Args:
+        schema: The schema the tables live in (created if missing); None for the
+            connection's default (normally `public`).
+    """
+
+    name = "postgresql"
+    migrations: tuple[Migration, ...] = (
+        (1, "sessions, messages with a tsvector index, and state", _V1),
+    )
+    migrations_table = (
+        "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INTEGER PRIMARY KEY, "
+        "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+    )
+
+    def __init__(self, schema: str | None = None) -> None:
+        self.schema = schema
+
+    def migration_lock(self) -> tuple[str, ...]:
+        """Serialise migrations across every client of the database, until commit."""
+        lock = "SELECT pg_advisory_xact_lock(hashtext('sessionary migrations'))"
+        if self.schema is None:
+            return (lock,)
+        return (lock, f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+
+    def insert_ignore(self, table: str, columns: Sequence[str]) -> str:
+        """An INSERT of one row that does nothing if the row's key is taken."""
+        marks = ", ".join(["%s"] * len(columns))
+        return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+
+    def search_sql(
+        self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
+    ) -> tuple[str, list[Any]]:
+        """The best `limit` matches, ranked by `ts_rank`, with `ts_headline` snippets."""
+        tsquery = to_tsquery(query)
+        match = f"to_tsquery({_CONFIG}, %s)"
+        guards = " AND ".join([f"numnode(to_tsquery({_CONFIG}, %s)) > 0"] * len(query.groups))
+        filters = ""
+        params: list[Any] = [tsquery, tsquery, scope.tenant, scope.user]
+        if session_id is not None:
+            filters += " AND s.id = %s"
+            params.append(session_id)
+        if role is not None:
+            filters += " AND m.role = %s"
+            params.append(role)
+        sql = (
+            f"SELECT s.id, m.id, m.role, m.created_us, ts_headline({_CONFIG}, m.text, {match}, "
+            "%s), top.rank FROM ("
+            f"SELECT m.seq, ts_rank(m.text_tsv, {match}) AS rank FROM messages AS m "
+            "JOIN sessions AS s ON s.pk = m.session_pk "
+            f"WHERE m.text_tsv @@ {match} AND s.tenant = %s AND s.user_id = %s{filters} "
+            f"AND {guards} ORDER BY rank DESC, m.seq LIMIT %s"
+            ") AS top JOIN messages AS m ON m.seq = top.seq "
+            "JOIN sessions AS s ON s.pk = m.session_pk ORDER BY top.rank DESC, top.seq"
+        )
+        group_params = [_group_tsquery(group) for group in query.groups]
+        return sql, [tsquery, _HEADLINE, *params, *group_params, limit]
+
+    def search_hits(
+        self, rows: Sequence[Sequence[Any]], query: Query, limit: int
+    ) -> list[SearchHit]:
+        """Rows (session, message, role, created_us, snippet, rank) as hits."""
+        del query, limit
+        return [SearchHit(r[0], r[1], r[2], r[4], float(r[5]), from_micros(r[3])) for r in rows]
+
+
+def to_tsquery(query: Query) -> str:
+    """Render a query as a `to_tsquery` string (see the module docstring).
+
+    Examples:
+        >>> from sessionary.query import parse_query
+        >>> to_tsquery(parse_query('pet cat OR dog* -"hot dog"'))
+        "('pet') & ('cat' | 'dog':*) & !('hot' <-> 'dog')"
+    """
+    positive = " & ".join(map(_group_tsquery, query.groups))
+    if not query.excluded:
+        return positive
+    return f"{positive} & !({' | '.join(map(_term_tsquery, query.excluded))})"
+
+
+def _group_tsquery(group: Sequence[Term]) -> str:
+    return "(" + " | ".join(map(_term_tsquery, group)) + ")"
+
+
+def _term_tsquery(term: Term) -> str:
+    # Re-split the text so that a hand-built Term cannot carry a quote or an operator.
+    quoted = [f"'{word}'" for word in words(term.text)]
+    if not quoted:
+        raise InvalidQuery(f"the search term {term.text!r} holds no word")
+    if term.prefix:
+        quoted[-1] += ":*"
+    return " <-> ".join(quoted)

@@ -1,0 +1,307 @@
+"""What the SQL server backends share, apart from I/O: the dialect seam, SQL and row shapes.
+
+`stores/sql.py` (an async source with a generated sync twin) runs every store method
+through a driver (the I/O) and a `Dialect` (the SQL that differs between servers). This
+module holds the plain, synchronous parts both need: the base `Dialect`, the SQL that
+every server accepts as written, and the pure planning of an append.
+
+Every server keeps the same layout:
+
+- `sessions` caches its head (`head_id`, `head_depth`) and `message_count`, so a path's
+  length and a session's size are one row read, and it is the row every write to a
+  session locks (`SELECT ... FOR UPDATE`), which serialises appends across connections,
+  processes and machines.
+- `messages` keep their parent's id and their `depth`; `seq` (an identity column)
+  orders them by insertion. A path is a recursive walk up `(session_pk, id)` that stops
+  after `limit` steps, or for a session that is one chain a range of `(session_pk,
+  depth)`; export pages through that index in (depth, seq) order.
+- `messages.text` holds the searchable words of a message (see `search_text`), so the
+  server's tokenizer sees exactly the words the query language sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from sessionary.errors import InvalidInput
+from sessionary.model import Message, to_micros
+from sessionary.query import Query, words
+from sessionary.records import Scope, SearchHit, SessionFilter, SessionInfo, decode_cursor
+from sessionary.stores._common import Prepared
+from sessionary.stores._sqlite_rows import SESSION_COLUMNS, message_from_row, now_us, stored_copy
+
+__all__ = [
+    "CHUNK",
+    "INSERT_MESSAGE",
+    "INSERT_MESSAGES",
+    "INSERT_SESSION",
+    "LINEAR_HEAD_SQL",
+    "LOCATE_SQL",
+    "LOCK_SQL",
+    "MESSAGE_COLUMNS",
+    "PATH_SQL",
+    "SCOPED",
+    "SESSION_COLUMNS",
+    "STATE_COLUMNS",
+    "STATE_KEY",
+    "SUBTREE_SQL",
+    "Dialect",
+    "Migration",
+    "decode_cursor_pair",
+    "import_rows",
+    "insert_statements",
+    "session_row",
+    "list_sql",
+    "plan_chain",
+    "redact",
+    "search_text",
+]
+
+CHUNK = 500
+"""The most rows one multi-row INSERT or IN list carries."""
+MESSAGE_COLUMNS = "id, role, created_us, data, parent_id"
+"""A message as `message_from_row` decodes it."""
+
+Migration = tuple[int, str, tuple[str, ...]]
+"""(version, name, statements), applied in order."""
+
+SCOPED = "tenant = %s AND user_id = %s AND id = %s"
+LOCK_SQL = f"SELECT pk, head_id, head_depth FROM sessions WHERE {SCOPED} FOR UPDATE"
+LOCATE_SQL = (
+    "SELECT s.pk, s.head_id, s.head_depth, m.depth FROM sessions AS s "
+    "LEFT JOIN messages AS m ON m.session_pk = s.pk AND m.id = %s "
+    "WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s"
+)
+LINEAR_HEAD_SQL = f"""
+SELECT m.{MESSAGE_COLUMNS.replace(", ", ", m.")}
+FROM sessions AS s JOIN messages AS m ON m.session_pk = s.pk
+    AND m.depth BETWEEN greatest(0, s.head_depth - %s + 1) AND s.head_depth
+WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s AND s.message_count = s.head_depth + 1
+ORDER BY m.depth
+"""
+"""The head's path in one statement (one snapshot) for a session that is one chain."""
+PATH_SQL = f"""
+WITH RECURSIVE path (n, {MESSAGE_COLUMNS}) AS (
+    SELECT 1, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = %s AND id = %s
+    UNION ALL
+    SELECT path.n + 1, m.id, m.role, m.created_us, m.data, m.parent_id
+    FROM path JOIN messages AS m ON m.session_pk = %s AND m.id = path.parent_id
+    WHERE path.n < %s
+)
+SELECT {MESSAGE_COLUMNS} FROM path ORDER BY n DESC
+"""
+"""A path walked up from a leaf, stopped after `limit` steps, in one statement."""
+SUBTREE_SQL = """
+WITH RECURSIVE sub (id) AS (
+    SELECT id FROM messages WHERE session_pk = %s AND id = %s
+    UNION ALL
+    SELECT m.id FROM sub JOIN messages AS m ON m.session_pk = %s AND m.parent_id = sub.id
+)
+SELECT id FROM sub
+"""
+INSERT_MESSAGE = "(%s, %s, %s, %s, %s, %s, %s, %s)"
+INSERT_MESSAGES = (
+    "INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text) VALUES "
+)
+INSERT_SESSION = (
+    "INSERT INTO sessions (tenant, user_id, id, name, parent_session_id, model, "
+    "source, metadata, created_us, updated_us, ended_us, end_reason, input_tokens, "
+    "output_tokens, cost, version, head_id, head_depth, message_count) VALUES "
+    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+STATE_KEY = "level = %s AND tenant = %s AND user_id = %s AND owner = %s"
+STATE_COLUMNS = ("level", "tenant", "user_id", "owner", "data", "version")
+
+
+class Dialect:
+    """The SQL that differs between servers; one instance per store, no state, no I/O."""
+
+    name = "sql"
+    migrations: tuple[Migration, ...] = ()
+    migrations_table = ""
+    """DDL creating `sessionary_migrations (version, name, applied_at)` if missing."""
+
+    def migration_lock(self) -> tuple[str, ...]:
+        """Statements run first in the migration transaction: take the migration lock."""
+        return ()
+
+    def migration_unlock(self) -> tuple[str, ...]:
+        """Statements run after migrating (also after a failure), releasing the lock."""
+        return ()
+
+    def insert_ignore(self, table: str, columns: Sequence[str]) -> str:
+        """An INSERT of one row that does nothing if the row's key is taken."""
+        raise NotImplementedError
+
+    def search_sql(
+        self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
+    ) -> tuple[str, list[Any]]:
+        """The statement that finds the best `limit` hits, and its parameters."""
+        raise NotImplementedError
+
+    def search_hits(
+        self, rows: Sequence[Sequence[Any]], query: Query, limit: int
+    ) -> list[SearchHit]:
+        """Turn the rows `search_sql` returned into at most `limit` hits, best first."""
+        raise NotImplementedError
+
+    def index_text(self, text: str) -> str:
+        """What `messages.text` holds for a message's text; its words by default."""
+        return search_text(text)
+
+
+def redact(url: str) -> str:
+    """Return a server URL fit for an error message: its password, if any, masked."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")
+    user = netloc[0].partition(":")[0]
+    return parts._replace(netloc=f"{user}:***@{netloc[2]}").geturl()
+
+
+def search_text(text: str) -> str:
+    """Return what a server indexes of a message's text: its words, one space apart.
+
+    The query language splits words its own way (see `sessionary.query.words`); handing a
+    server's tokenizer only those words, NFC-normalised, means both sides agree on what
+    a word is (no compound tokens for `foo-bar` or `3.14`, no NUL, which PostgreSQL's
+    text cannot hold). Snippets therefore show words without punctuation, as the
+    in-memory reference does.
+    """
+    return " ".join(words(text))
+
+
+def plan_chain(
+    session_pk: int,
+    prepared: Sequence[Prepared],
+    at: tuple[str | None, int],
+    existing: Mapping[str, Sequence[Any]],
+    index: Callable[[str], str],
+) -> tuple[list[Message], list[tuple[Any, ...]], tuple[str | None, int]]:
+    """Lay out a chain of messages under `at` = (parent id, parent depth).
+
+    Args:
+        session_pk: The session's key.
+        prepared: The checked messages, in order.
+        at: Where the chain hangs: (None, -1) for a new root.
+        existing: Rows (`MESSAGE_COLUMNS`, then depth) of the batch's ids already stored;
+            those are kept as they are and the chain continues from them.
+        index: What to store in `messages.text` for a message's text.
+
+    Returns:
+        The messages as stored, the rows to insert, and the chain's last (id, depth).
+    """
+    parent_id, depth = at
+    out: list[Message] = []
+    rows: list[tuple[Any, ...]] = []
+    for item in prepared:
+        msg = item.message
+        found = existing.get(msg.id)
+        if found is not None:
+            out.append(message_from_row(found))
+            parent_id, depth = msg.id, found[5]
+            continue
+        depth += 1
+        rows.append(
+            (session_pk, msg.id, parent_id, depth, msg.role, item.created_us, item.body,
+             index(item.text))
+        )  # fmt: skip
+        out.append(stored_copy(msg, parent_id))
+        parent_id = msg.id
+    return out, rows, (parent_id, depth)
+
+
+def list_sql(
+    scope: Scope, where: SessionFilter, limit: int, cursor: str | None
+) -> tuple[str, list[Any]]:
+    """The statement listing sessions, most recently active first, one row past `limit`."""
+    clauses = ["tenant = %s", "user_id = %s"]
+    params: list[Any] = [scope.tenant, scope.user]
+    for column in ("name", "model", "source", "parent_session_id"):
+        value = getattr(where, column)
+        if value is not None:
+            clauses.append(f"{column} = %s")
+            params.append(value)
+    if where.ended is not None:
+        clauses.append("end_reason IS NOT NULL" if where.ended else "end_reason IS NULL")
+    if cursor is not None:
+        after_us, after_id = decode_cursor(cursor, int, str)
+        clauses.append("(updated_us, id) < (%s, %s)")
+        params.extend([after_us, after_id])
+    sql = (
+        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(clauses)} "
+        "ORDER BY updated_us DESC, id DESC LIMIT %s"
+    )
+    return sql, [*params, limit + 1]
+
+
+def decode_cursor_pair(cursor: str | None) -> tuple[int, int]:
+    """Return the (depth, seq) a `page_messages` cursor holds; (-1, 0) for the first page."""
+    if cursor is None:
+        return -1, 0
+    depth, seq = decode_cursor(cursor, int, int)
+    return depth, seq
+
+
+def import_rows(
+    info: SessionInfo, prepared: Sequence[Prepared], index: Callable[[str], str]
+) -> tuple[list[tuple[Any, ...]], tuple[str | None, int, int]]:
+    """Lay out imported messages (parents first) and the session's head.
+
+    Returns:
+        The message rows, less their session key, and the session's (head id, head
+        depth, message count).
+
+    Raises:
+        InvalidInput: If a message's parent is not earlier in the import, or the head is
+            not among the messages.
+    """
+    depths: dict[str, int] = {}
+    rows: list[tuple[Any, ...]] = []
+    for item in prepared:
+        msg = item.message
+        parent = msg.parent_id
+        if parent is not None and parent not in depths:
+            raise InvalidInput(
+                f"message {msg.id!r} names parent {parent!r}, which is not earlier in the import"
+            )
+        depths[msg.id] = depths[parent] + 1 if parent is not None else 0
+        rows.append(
+            (msg.id, parent, depths[msg.id], msg.role, item.created_us, item.body,
+             index(item.text))
+        )  # fmt: skip
+    if info.head_id is not None and info.head_id not in depths:
+        raise InvalidInput(f"head {info.head_id!r} is not among the imported messages")
+    head_depth = depths[info.head_id] if info.head_id is not None else -1
+    return rows, (info.head_id, head_depth, len(rows))
+
+
+def insert_statements(rows: Sequence[Sequence[Any]]) -> Iterator[tuple[str, list[Any]]]:
+    """Multi-row INSERTs of message rows, each under `CHUNK` rows and about 4 MB."""
+    batch: list[Any] = []
+    count = size = 0
+    for row in rows:
+        batch.extend(row)
+        count, size = count + 1, size + len(row[6]) + len(row[7])
+        if count == CHUNK or size > 4_000_000:
+            yield INSERT_MESSAGES + ", ".join([INSERT_MESSAGE] * count), batch
+            batch, count, size = [], 0, 0
+    if count:
+        yield INSERT_MESSAGES + ", ".join([INSERT_MESSAGE] * count), batch
+
+
+def session_row(
+    scope: Scope, info: SessionInfo, metadata: str, head: Sequence[Any]
+) -> tuple[Any, ...]:
+    """The parameters of `INSERT_SESSION`; `head` is (head id, head depth, message count)."""
+    created = to_micros(info.created_at) if info.created_at else now_us()
+    return (
+        scope.tenant, scope.user, info.id, info.name, info.parent_session_id, info.model,
+        info.source, metadata, created,
+        to_micros(info.updated_at) if info.updated_at else created,
+        to_micros(info.ended_at) if info.ended_at else None, info.end_reason,
+        info.input_tokens, info.output_tokens, info.cost, info.version, *head,
+    )  # fmt: skip

@@ -1,0 +1,299 @@
+"""The MySQL / MariaDB drivers: `mysql://` (or `mariadb://`) through aiomysql and PyMySQL.
+
+`AsyncMySQLDriver` (an aiomysql pool) and `MySQLDriver` (PyMySQL behind a small
+thread-safe pool written here) are a hand-written pair with identical method names;
+`AsyncSQLStore` / `SQLStore` do the rest. Connections use `utf8mb4`, autocommit, and
+READ COMMITTED (so a locking read never takes gap locks, and each statement sees the
+latest commits, as on PostgreSQL; see `session_setup`); every unit of work is an
+explicit transaction.
+`store_error` is the one place the driver's exceptions become sessionary's.
+
+The pool opens on first use, after a first connection has migrated the schema (see
+`MySQLDialect`). Messages travel in one packet each: the server's `max_allowed_packet`
+must exceed the store's `max_message_bytes`. Install with `pip install 'sessionary[mysql]'`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import aiomysql  # type: ignore[import-untyped]
+import pymysql  # type: ignore[import-untyped]
+
+from sessionary.errors import AlreadyExists, SessionaryError, StoreError, StoreUnavailable
+from sessionary.stores._sql_common import redact
+
+__all__ = ["AsyncMySQLDriver", "MySQLDriver", "connect_options", "session_setup", "store_error"]
+
+Row = tuple[Any, ...]
+
+_UNREACHABLE = {1040, 1044, 1045, 1049, 1053, 2002, 2003, 2005, 2006, 2013, 2055}
+"""Too many connections, access denied, unknown database, shutdown, no route, gone away."""
+_BUSY = {1205, 1213}
+"""Lock wait timeout, deadlock."""
+_IDLE_CHECK = 30.0
+"""Seconds a pooled connection may sit idle before it is pinged (and reconnected)."""
+_ERRORS = (pymysql.err.Error, OSError, asyncio.TimeoutError)
+
+
+def store_error(where: str, exc: BaseException) -> SessionaryError:
+    """Map one of PyMySQL's (or aiomysql's) exceptions onto the error tree; the only place.
+
+    Args:
+        where: The server's URL, its password masked, to start the message with.
+        exc: What the driver raised.
+    """
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, pymysql.err.IntegrityError) and code == 1062:
+        return AlreadyExists(f"{where}: {text}")
+    if code in _BUSY:
+        return StoreError(f"{where}: the server gave up waiting: {text}")
+    if code in _UNREACHABLE or not isinstance(exc, pymysql.err.DatabaseError):
+        return StoreUnavailable(f"{where}: {text}")
+    return StoreError(f"{where}: {text}")
+
+
+def connect_options(url: str, connect_timeout: float, database: str = "db") -> dict[str, Any]:
+    """The keyword arguments of a connection to the server a `mysql://` URL names.
+
+    Args:
+        url: The `mysql://` URL.
+        connect_timeout: Seconds to wait for the server.
+        database: The name of the database argument (`db` for aiomysql, `database` for
+            PyMySQL, which deprecates `db`).
+    """
+    parts = urlsplit(url)
+    return {
+        "host": parts.hostname or "localhost",
+        "port": parts.port or 3306,
+        "user": unquote(parts.username or "root"),
+        "password": unquote(parts.password or ""),
+        database: unquote(parts.path.lstrip("/")),
+        "charset": "utf8mb4",
+        "autocommit": True,
+        "connect_timeout": max(1, round(connect_timeout)),
+    }
+
+
+def session_setup(version: str) -> str:
+    """The statement every pooled connection starts with, for a server's `VERSION()`.
+
+    READ COMMITTED, and no cap on recursive queries (a path or a subtree is walked by a
+    recursive CTE; MariaDB stops at 1000 steps by default, MySQL fails). The variables'
+    names differ between MariaDB and MySQL.
+    """
+    if "mariadb" in version.lower():
+        return "SET SESSION tx_isolation = 'READ-COMMITTED', max_recursive_iterations = 4294967295"
+    return (
+        "SET SESSION transaction_isolation = 'READ-COMMITTED', cte_max_recursion_depth = 4294967295"
+    )
+
+
+class _AsyncTransaction:
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: aiomysql.Cursor) -> None:
+        self._cursor = cursor
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return int(await self._cursor.execute(sql, tuple(params) or None))
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        await self._cursor.execute(sql, tuple(params) or None)
+        row: Row | None = await self._cursor.fetchone()
+        return row
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        await self._cursor.execute(sql, tuple(params) or None)
+        return list(await self._cursor.fetchall())
+
+    async def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
+        del key  # the AUTO_INCREMENT column
+        await self._cursor.execute(sql, tuple(params))
+        return int(self._cursor.lastrowid)
+
+
+class AsyncMySQLDriver:
+    """An aiomysql pool on one database.
+
+    Args:
+        url: `mysql://user:password@host:port/database`.
+        pool_size: The most connections the pool opens.
+        connect_timeout: Seconds to wait for a connection.
+    """
+
+    def __init__(self, url: str, *, pool_size: int = 10, connect_timeout: float = 10.0) -> None:
+        self._where = redact(url)
+        self._options = connect_options(url, connect_timeout)
+        self._size = max(1, pool_size)
+        self._pool: aiomysql.Pool | None = None
+        self._lock = asyncio.Lock()
+
+    async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
+        """Run `setup` (the migrations) on a first connection, then open the pool."""
+        async with self._lock:
+            if self._pool is not None:
+                return
+            try:
+                conn = await aiomysql.connect(**self._options)
+                try:
+                    async with conn.cursor() as cursor:
+                        await cursor.execute("SELECT VERSION()")
+                        self._options["init_command"] = session_setup((await cursor.fetchone())[0])
+                        await setup(_AsyncTransaction(cursor))
+                finally:
+                    conn.close()
+                self._pool = await aiomysql.create_pool(
+                    minsize=1, maxsize=self._size, pool_recycle=3600, **self._options
+                )
+            except _ERRORS as exc:
+                raise store_error(self._where, exc) from exc
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[_AsyncTransaction]:
+        """One transaction on a pooled connection: commit on success, else roll back."""
+        assert self._pool is not None, "start() first"
+        try:
+            async with self._pool.acquire() as conn:
+                await conn.begin()
+                try:
+                    async with conn.cursor() as cursor:
+                        yield _AsyncTransaction(cursor)
+                    await conn.commit()
+                except BaseException:
+                    with contextlib.suppress(*_ERRORS):
+                        await conn.rollback()
+                    raise
+        except _ERRORS as exc:
+            raise store_error(self._where, exc) from exc
+
+    async def close(self) -> None:
+        """Close the pool and its connections."""
+        if self._pool is not None:
+            self._pool.close()
+            await self._pool.wait_closed()
+            self._pool = None
+
+
+class _Transaction:
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: pymysql.cursors.Cursor) -> None:
+        self._cursor = cursor
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return int(self._cursor.execute(sql, tuple(params) or None))
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        self._cursor.execute(sql, tuple(params) or None)
+        row: Row | None = self._cursor.fetchone()
+        return row
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        self._cursor.execute(sql, tuple(params) or None)
+        return list(self._cursor.fetchall())
+
+    def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
+        del key  # the AUTO_INCREMENT column
+        self._cursor.execute(sql, tuple(params))
+        return int(self._cursor.lastrowid)
+
+
+class _Pool:
+    """At most `size` PyMySQL connections, shared by threads; idle ones are reused."""
+
+    def __init__(self, options: dict[str, Any], size: int) -> None:
+        self._options = options
+        self._slots = threading.BoundedSemaphore(size)
+        self._lock = threading.Lock()
+        self._idle: list[tuple[float, pymysql.connections.Connection]] = []
+
+    @contextmanager
+    def connection(self) -> Iterator[pymysql.connections.Connection]:
+        if not self._slots.acquire(timeout=30):
+            raise StoreError("mysql: every pooled connection stayed busy for 30 s")
+        try:
+            conn = self._take()
+            try:
+                yield conn
+            finally:  # a failed transaction was rolled back; a broken connection is closed
+                if conn.open:
+                    with self._lock:
+                        self._idle.append((time.monotonic(), conn))
+        finally:
+            self._slots.release()
+
+    def _take(self) -> pymysql.connections.Connection:
+        with self._lock:
+            found = self._idle.pop() if self._idle else None
+        if found is None:
+            return pymysql.connect(**self._options)
+        since, conn = found
+        if time.monotonic() - since > _IDLE_CHECK:
+            conn.ping(reconnect=True)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for _, conn in idle:
+            with contextlib.suppress(*_ERRORS):
+                conn.close()
+
+
+class MySQLDriver:
+    """PyMySQL connections in a thread-safe pool; see `AsyncMySQLDriver`."""
+
+    def __init__(self, url: str, *, pool_size: int = 10, connect_timeout: float = 10.0) -> None:
+        self._where = redact(url)
+        self._options = connect_options(url, connect_timeout, "database")
+        self._pool = _Pool(self._options, max(1, pool_size))
+        self._lock = threading.Lock()
+        self._started = False
+
+    def start(self, setup: Callable[[_Transaction], None]) -> None:
+        """Run `setup` (the migrations) on a first connection, then use the pool."""
+        with self._lock:
+            if self._started:
+                return
+            try:
+                conn = pymysql.connect(**self._options)
+                try:
+                    with conn.cursor() as cursor:
+                        cursor.execute("SELECT VERSION()")
+                        self._options["init_command"] = session_setup(cursor.fetchone()[0])
+                        setup(_Transaction(cursor))
+                finally:
+                    conn.close()
+            except _ERRORS as exc:
+                raise store_error(self._where, exc) from exc
+            self._started = True
+
+    @contextmanager
+    def transaction(self) -> Iterator[_Transaction]:
+        """One transaction on a pooled connection: commit on success, else roll back."""
+        try:
+            with self._pool.connection() as conn:
+                conn.begin()
+                try:
+                    with conn.cursor() as cursor:
+                        yield _Transaction(cursor)
+                    conn.commit()
+                except BaseException:
+                    with contextlib.suppress(*_ERRORS):
+                        conn.rollback()
+                    raise
+        except _ERRORS as exc:
+            raise store_error(self._where, exc) from exc
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._pool.close()

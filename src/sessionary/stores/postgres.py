@@ -1,0 +1,234 @@
+"""The PostgreSQL drivers: `postgresql://` through psycopg 3 and its connection pool.
+
+`AsyncPostgresDriver` and `PostgresDriver` are a hand-written pair with identical method
+names; `AsyncSQLStore` / `SQLStore` (stores/sql.py and its generated twin) do the rest.
+Connections run in autocommit mode and every unit of work is an explicit transaction at
+READ COMMITTED; `store_error` is the one place psycopg's exceptions become sessionary's.
+
+The pool opens on first use: a first connection migrates the schema (see
+`PostgresDialect`), then the pool fills. Install with `pip install 'sessionary[postgres]'`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from psycopg import errors as pg_errors
+
+from sessionary.errors import AlreadyExists, SessionaryError, StoreError, StoreUnavailable
+from sessionary.stores._sql_common import redact
+
+__all__ = ["AsyncPostgresDriver", "PostgresDriver", "connection_options", "store_error"]
+
+Row = tuple[Any, ...]
+
+_BUSY = (
+    pg_errors.LockNotAvailable,
+    pg_errors.QueryCanceled,
+    pg_errors.DeadlockDetected,
+    pg_errors.SerializationFailure,
+)
+
+
+def store_error(where: str, exc: psycopg.Error) -> SessionaryError:
+    """Map one of psycopg's exceptions onto the error tree; the only place that does.
+
+    Args:
+        where: The server's URL, its password masked, to start the message with.
+        exc: What psycopg raised.
+    """
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, pg_errors.UniqueViolation):
+        return AlreadyExists(f"{where}: {text}")
+    if isinstance(exc, _BUSY):
+        return StoreError(f"{where}: the server gave up waiting: {text}")
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return StoreUnavailable(f"{where}: {text}")
+    return StoreError(f"{where}: {text}")
+
+
+def connection_options(schema: str | None, connect_timeout: float) -> dict[str, Any]:
+    """Keyword arguments for every connection: autocommit, timeout, search path."""
+    options: dict[str, Any] = {
+        "autocommit": True,
+        "connect_timeout": max(1, round(connect_timeout)),
+    }
+    if schema is not None:
+        options["options"] = f"-c search_path={schema}"
+    return options
+
+
+class _AsyncTransaction:
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: psycopg.AsyncCursor[Row]) -> None:
+        self._cursor = cursor
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        await self._cursor.execute(sql, params or None)
+        return self._cursor.rowcount
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        await self._cursor.execute(sql, params or None)
+        return None if self._cursor.description is None else await self._cursor.fetchone()
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        await self._cursor.execute(sql, params or None)
+        return await self._cursor.fetchall()
+
+    async def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
+        await self._cursor.execute(f"{sql} RETURNING {key}", params)
+        row = await self._cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+class AsyncPostgresDriver:
+    """A psycopg `AsyncConnectionPool` on one database (and schema).
+
+    Args:
+        conninfo: A libpq URL or connection string.
+        schema: The schema to work in; None for the server's default search path.
+        pool_size: The most connections the pool opens.
+        connect_timeout: Seconds to wait for a connection.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str | None = None,
+        pool_size: int = 10,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self._conninfo = conninfo
+        self._where = redact(conninfo)
+        self._options = connection_options(schema, connect_timeout)
+        self._timeout = connect_timeout
+        self._pool = psycopg_pool.AsyncConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs=self._options,
+            open=False,
+            timeout=max(30.0, connect_timeout),
+            name="sessionary",
+        )
+        self._lock = asyncio.Lock()
+        self._started = False
+
+    async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
+        """Run `setup` (the migrations) on a first connection, then open the pool."""
+        async with self._lock:
+            if self._started:
+                return
+            try:
+                conn = await psycopg.AsyncConnection.connect(self._conninfo, **self._options)
+                try:
+                    async with conn.transaction():
+                        await setup(_AsyncTransaction(conn.cursor()))
+                finally:
+                    await conn.close()
+                await self._pool.open(wait=True, timeout=self._timeout)
+            except psycopg.Error as exc:
+                raise store_error(self._where, exc) from exc
+            self._started = True
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[_AsyncTransaction]:
+        """One transaction on a pooled connection: commit on success, else roll back."""
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                yield _AsyncTransaction(conn.cursor())
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc) from exc
+
+    async def close(self) -> None:
+        """Close the pool and its connections."""
+        await self._pool.close()
+
+
+class _Transaction:
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: psycopg.Cursor[Row]) -> None:
+        self._cursor = cursor
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        self._cursor.execute(sql, params or None)
+        return self._cursor.rowcount
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        self._cursor.execute(sql, params or None)
+        return None if self._cursor.description is None else self._cursor.fetchone()
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        self._cursor.execute(sql, params or None)
+        return self._cursor.fetchall()
+
+    def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
+        self._cursor.execute(f"{sql} RETURNING {key}", params)
+        row = self._cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+class PostgresDriver:
+    """A psycopg `ConnectionPool` on one database (and schema); see `AsyncPostgresDriver`."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str | None = None,
+        pool_size: int = 10,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self._conninfo = conninfo
+        self._where = redact(conninfo)
+        self._options = connection_options(schema, connect_timeout)
+        self._timeout = connect_timeout
+        self._pool = psycopg_pool.ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs=self._options,
+            open=False,
+            timeout=max(30.0, connect_timeout),
+            name="sessionary",
+        )
+        self._lock = threading.Lock()
+        self._started = False
+
+    def start(self, setup: Callable[[_Transaction], None]) -> None:
+        """Run `setup` (the migrations) on a first connection, then open the pool."""
+        with self._lock:
+            if self._started:
+                return
+            try:
+                connection = psycopg.Connection.connect(self._conninfo, **self._options)
+                with connection as conn, conn.transaction():
+                    setup(_Transaction(conn.cursor()))
+                self._pool.open(wait=True, timeout=self._timeout)
+            except psycopg.Error as exc:
+                raise store_error(self._where, exc) from exc
+            self._started = True
+
+    @contextmanager
+    def transaction(self) -> Iterator[_Transaction]:
+        """One transaction on a pooled connection: commit on success, else roll back."""
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield _Transaction(conn.cursor())
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc) from exc
+
+    def close(self) -> None:
+        """Close the pool and its connections."""
+        self._pool.close()

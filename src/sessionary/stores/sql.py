@@ -1,0 +1,621 @@
+"""The SQL server store: every store method once, for PostgreSQL and MySQL/MariaDB alike.
+
+`AsyncSQLStore` speaks to its server through a driver (`AsyncPostgresDriver`,
+`AsyncMySQLDriver`: a connection pool, transactions, and the mapping of the driver's
+exceptions onto sessionary's) and a `Dialect` (the SQL that differs). The sync twin,
+`SQLStore`, is generated from this module; the drivers are hand-written pairs.
+
+Concurrency: every write to a session runs in one transaction that first locks the
+session's row (`SELECT ... FOR UPDATE`), so writers on any connection, process or
+machine queue on that row, and the head they build on cannot move before they commit.
+State documents are locked the same way, their row created first if missing. Reads are
+single statements wherever consistency depends on it (a path), so they never mix two
+moments under READ COMMITTED.
+
+The schema is migrated on first use, in one transaction under a lock where the server
+allows (see each dialect), and recorded in `sessionary_migrations`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from sessionary.errors import (
+    AlreadyExists,
+    HeadConflict,
+    InvalidInput,
+    MessageNotFound,
+    SchemaError,
+    SessionNotFound,
+    VersionConflict,
+)
+from sessionary.model import Message, to_micros
+from sessionary.query import Query
+from sessionary.records import (
+    Expected,
+    Head,
+    Page,
+    Parent,
+    Scope,
+    SearchHit,
+    SessionFilter,
+    SessionInfo,
+    SessionUpdate,
+    State,
+    StateLevel,
+    check_patch,
+    encode_cursor,
+    merge_patch,
+)
+from sessionary.stores import _sql_common as shared
+from sessionary.stores._common import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Prepared,
+    check_label,
+    check_limit,
+    check_session_fields,
+    check_totals,
+    empty_state,
+    encode_json,
+    prepare_messages,
+    state_owner,
+)
+from sessionary.stores._sql_common import (
+    CHUNK,
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    Dialect,
+    decode_cursor_pair,
+    import_rows,
+    list_sql,
+    plan_chain,
+)
+from sessionary.stores._sqlite_rows import (
+    FOREVER,
+    decode_rows,
+    message_from_row,
+    now_us,
+    session_from_row,
+)
+from sessionary.stores.base import SEARCH
+
+__all__ = ["AsyncDriver", "AsyncSQLStore", "AsyncTransaction"]
+
+
+class AsyncTransaction(Protocol):
+    """One open transaction of a driver; statements use `%s` placeholders."""
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement; return the number of rows it changed."""
+        ...
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """Run a query; return its first row, or None."""
+        ...
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a query; return its rows."""
+        ...
+
+    async def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
+        """Run an INSERT of one row; return the value of its generated column `key`."""
+        ...
+
+
+class AsyncDriver(Protocol):
+    """A connection pool to one database, mapping its exceptions onto sessionary's."""
+
+    async def start(self, setup: Callable[[AsyncTransaction], Any]) -> None:
+        """Open the pool and run `setup` (the migrations) once, before any transaction."""
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[AsyncTransaction]:
+        """Return a context that commits on success and rolls back on any exception."""
+        ...
+
+    async def close(self) -> None:
+        """Close every connection."""
+        ...
+
+
+class AsyncSQLStore:
+    """A store on an SQL server, through a driver and a dialect.
+
+    Args:
+        driver: The connection pool (e.g. `AsyncPostgresDriver`).
+        dialect: The server's SQL (e.g. `PostgresDialect`).
+        max_message_bytes: The largest encoded message (and state document) accepted.
+    """
+
+    capabilities = frozenset({SEARCH})
+
+    def __init__(
+        self,
+        driver: AsyncDriver,
+        dialect: Dialect,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
+        self.max_message_bytes = max_message_bytes
+        self._driver = driver
+        self._dialect = dialect
+        self._ready = False
+
+    async def __aenter__(self) -> AsyncSQLStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the store's connections."""
+        await self._driver.close()
+
+    @asynccontextmanager
+    async def _begin(self) -> AsyncIterator[AsyncTransaction]:
+        if not self._ready:
+            await self._driver.start(self._migrate)
+            self._ready = True
+        async with self._driver.transaction() as tx:
+            yield tx
+
+    async def _migrate(self, tx: AsyncTransaction) -> None:
+        """Apply pending migrations in order, under the dialect's migration lock."""
+        dialect = self._dialect
+        for statement in dialect.migration_lock():
+            locked = await tx.fetchone(statement)
+            if locked is not None and locked[0] == 0:
+                raise SchemaError(f"{dialect.name}: timed out waiting for another migration")
+        try:
+            await tx.execute(dialect.migrations_table)
+            row = await tx.fetchone("SELECT coalesce(max(version), 0) FROM sessionary_migrations")
+            current = row[0] if row is not None else 0
+            latest = dialect.migrations[-1][0]
+            if current > latest:
+                raise SchemaError(
+                    f"the {dialect.name} schema is at version {current}, newer than this "
+                    f"sessionary understands ({latest}); upgrade sessionary"
+                )
+            for version, name, statements in dialect.migrations:
+                if version > current:
+                    for statement in statements:
+                        await tx.execute(statement)
+                    await tx.execute(
+                        "INSERT INTO sessionary_migrations (version, name) VALUES (%s, %s)",
+                        (version, name),
+                    )
+        finally:
+            for statement in dialect.migration_unlock():
+                await tx.execute(statement)
+
+    # ------------------------------------------------------------------ sessions
+
+    async def _session_info(self, tx: AsyncTransaction, pk: int) -> SessionInfo:
+        row = await tx.fetchone(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE pk = %s", (pk,))
+        assert row is not None
+        return session_from_row(row)
+
+    async def _session_pk(self, tx: AsyncTransaction, scope: Scope, session_id: str) -> int:
+        row = await tx.fetchone(
+            f"SELECT pk FROM sessions WHERE {shared.SCOPED}", (scope.tenant, scope.user, session_id)
+        )
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        return int(row[0])
+
+    async def _lock(
+        self, tx: AsyncTransaction, scope: Scope, session_id: str
+    ) -> tuple[int, str | None, int]:
+        """Lock a session's row until the transaction ends; return (pk, head id, depth)."""
+        row = await tx.fetchone(shared.LOCK_SQL, (scope.tenant, scope.user, session_id))
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        return int(row[0]), row[1], int(row[2])
+
+    async def _insert_session(
+        self, tx: AsyncTransaction, scope: Scope, info: SessionInfo, head: Sequence[Any]
+    ) -> int:
+        """Insert a session row with `head` = (head id, head depth, message count)."""
+        metadata = encode_json(info.metadata, "session metadata", self.max_message_bytes)
+        row = shared.session_row(scope, info, metadata, head)
+        return await tx.insert(shared.INSERT_SESSION, row, "pk")
+
+    async def create_session(self, scope: Scope, info: SessionInfo) -> SessionInfo:
+        check_session_fields(info)
+        try:
+            async with self._begin() as tx:
+                row = replace(info, version=1)
+                pk = await self._insert_session(tx, scope, row, (None, -1, 0))
+                return await self._session_info(tx, pk)
+        except AlreadyExists:
+            raise AlreadyExists(f"session {info.id!r} already exists") from None
+
+    async def get_session(self, scope: Scope, session_id: str) -> SessionInfo | None:
+        async with self._begin() as tx:
+            row = await tx.fetchone(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {shared.SCOPED}",
+                (scope.tenant, scope.user, session_id),
+            )
+        return None if row is None else session_from_row(row)
+
+    async def list_sessions(
+        self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
+    ) -> Page[SessionInfo]:
+        check_limit(limit)
+        sql, params = list_sql(scope, where, limit, cursor)
+        async with self._begin() as tx:
+            rows = await tx.fetchall(sql, params)
+        items = [session_from_row(r) for r in rows[:limit]]
+        last = items[-1] if items and len(rows) > limit else None
+        if last is None or last.updated_at is None:
+            return Page(items, None)
+        return Page(items, encode_cursor(to_micros(last.updated_at), last.id))
+
+    async def update_session(
+        self, scope: Scope, session_id: str, update: SessionUpdate
+    ) -> SessionInfo:
+        check_label(update.name, "name")
+        check_label(update.end_reason, "end_reason")
+        metadata = None
+        if update.metadata is not None:
+            metadata = encode_json(update.metadata, "session metadata", self.max_message_bytes)
+        ended = to_micros(update.ended_at or datetime.now(UTC)) if update.end_reason else None
+        async with self._begin() as tx:
+            pk = (await self._lock(tx, scope, session_id))[0]
+            totals = await tx.fetchone(
+                "SELECT input_tokens, output_tokens, cost FROM sessions WHERE pk = %s", (pk,)
+            )
+            assert totals is not None
+            check_totals(totals[0], totals[1], totals[2], update)
+            await tx.execute(
+                "UPDATE sessions SET name = coalesce(%s, name), "
+                "metadata = coalesce(%s, metadata), end_reason = coalesce(%s, end_reason), "
+                "ended_us = coalesce(%s, ended_us), input_tokens = input_tokens + %s, "
+                "output_tokens = output_tokens + %s, cost = cost + %s, version = version + 1, "
+                "updated_us = %s WHERE pk = %s",
+                (
+                    update.name, metadata, update.end_reason, ended, update.add_input_tokens,
+                    update.add_output_tokens, update.add_cost, now_us(), pk,
+                ),
+            )  # fmt: skip
+            return await self._session_info(tx, pk)
+
+    async def delete_session(self, scope: Scope, session_id: str) -> bool:
+        async with self._begin() as tx:
+            try:
+                pk = (await self._lock(tx, scope, session_id))[0]
+            except SessionNotFound:
+                return False
+            await tx.execute("DELETE FROM messages WHERE session_pk = %s", (pk,))
+            await tx.execute(
+                f"DELETE FROM states WHERE {shared.STATE_KEY}",
+                ("session", scope.tenant, scope.user, session_id),
+            )
+            await tx.execute("DELETE FROM sessions WHERE pk = %s", (pk,))
+            return True
+
+    # ------------------------------------------------------------------ appends
+
+    async def append(
+        self,
+        scope: Scope,
+        session_id: str,
+        messages: Sequence[Message],
+        parent: Parent,
+        expected_head: Expected,
+    ) -> list[Message]:
+        prepared = prepare_messages(messages, self.max_message_bytes)
+        async with self._begin() as tx:
+            pk, head_id, head_depth = await self._lock(tx, scope, session_id)
+            existing = await self._existing(tx, pk, prepared)
+            stale = expected_head is not Head.ANY and expected_head != head_id
+            if stale and len(existing) < len(prepared):
+                raise HeadConflict(
+                    f"session {session_id!r} head is {head_id!r}, not {expected_head!r}"
+                )
+            at = (head_id, head_depth) if parent is Head.HEAD else await self._at(tx, pk, parent)
+            index = self._dialect.index_text
+            out, rows, last = plan_chain(pk, prepared, at, existing, index)
+            if rows:
+                await self._insert_messages(tx, rows)
+                await tx.execute(
+                    "UPDATE sessions SET head_id = %s, head_depth = %s, "
+                    "message_count = message_count + %s, updated_us = %s WHERE pk = %s",
+                    (*last, len(rows), now_us(), pk),
+                )
+            return out
+
+    async def _existing(
+        self, tx: AsyncTransaction, pk: int, prepared: Sequence[Prepared]
+    ) -> dict[str, tuple[Any, ...]]:
+        """The rows (`MESSAGE_COLUMNS`, depth) of a batch's messages already stored."""
+        ids = [item.message.id for item in prepared]
+        found: dict[str, tuple[Any, ...]] = {}
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            rows = await tx.fetchall(
+                f"SELECT {MESSAGE_COLUMNS}, depth FROM messages WHERE session_pk = %s "
+                f"AND id IN ({', '.join(['%s'] * len(chunk))})",
+                (pk, *chunk),
+            )
+            found.update((row[0], row) for row in rows)
+        return found
+
+    async def _at(self, tx: AsyncTransaction, pk: int, parent: Parent) -> tuple[str | None, int]:
+        """Return (id, depth) of an explicit parent; (None, -1) for a new root."""
+        if parent is None:
+            return None, -1
+        if isinstance(parent, str):
+            row = await tx.fetchone(
+                "SELECT depth FROM messages WHERE session_pk = %s AND id = %s", (pk, parent)
+            )
+            if row is not None:
+                return parent, int(row[0])
+        raise MessageNotFound(f"parent message {parent!r} is not in this session")
+
+    async def _insert_messages(self, tx: AsyncTransaction, rows: Sequence[Sequence[Any]]) -> None:
+        for sql, params in shared.insert_statements(rows):
+            await tx.execute(sql, params)
+
+    # ------------------------------------------------------------------ other writes
+
+    async def update_message(self, scope: Scope, session_id: str, message: Message) -> Message:
+        (item,) = prepare_messages([message], self.max_message_bytes)
+        async with self._begin() as tx:
+            pk = (await self._lock(tx, scope, session_id))[0]
+            row = await tx.fetchone(
+                "SELECT role FROM messages WHERE session_pk = %s AND id = %s", (pk, message.id)
+            )
+            if row is None:
+                raise MessageNotFound(f"no message {message.id!r} in session {session_id!r}")
+            if row[0] != message.role:
+                raise InvalidInput(f"a message's role cannot change ({row[0]} -> {message.role})")
+            await tx.execute(
+                "UPDATE messages SET data = %s, text = %s WHERE session_pk = %s AND id = %s",
+                (item.body, self._dialect.index_text(item.text), pk, message.id),
+            )
+            await tx.execute("UPDATE sessions SET updated_us = %s WHERE pk = %s", (now_us(), pk))
+            stored = await tx.fetchone(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = %s AND id = %s",
+                (pk, message.id),
+            )
+        assert stored is not None
+        return message_from_row(stored)
+
+    async def delete_message(self, scope: Scope, session_id: str, message_id: str) -> list[str]:
+        async with self._begin() as tx:
+            pk, head_id, _ = await self._lock(tx, scope, session_id)
+            root = await tx.fetchone(
+                "SELECT parent_id, depth FROM messages WHERE session_pk = %s AND id = %s",
+                (pk, message_id),
+            )
+            if root is None:
+                raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
+            doomed = [r[0] for r in await tx.fetchall(shared.SUBTREE_SQL, (pk, message_id, pk))]
+            for start in range(0, len(doomed), CHUNK):
+                chunk = doomed[start : start + CHUNK]
+                await tx.execute(
+                    "DELETE FROM messages WHERE session_pk = %s "
+                    f"AND id IN ({', '.join(['%s'] * len(chunk))})",
+                    (pk, *chunk),
+                )
+            if head_id in doomed:
+                await self._set_head_row(tx, pk, root[0], root[1] - 1)
+            await tx.execute(
+                "UPDATE sessions SET message_count = message_count - %s, updated_us = %s "
+                "WHERE pk = %s",
+                (len(doomed), now_us(), pk),
+            )
+            return doomed
+
+    async def clear_messages(self, scope: Scope, session_id: str) -> int:
+        async with self._begin() as tx:
+            pk = (await self._lock(tx, scope, session_id))[0]
+            count = await tx.execute("DELETE FROM messages WHERE session_pk = %s", (pk,))
+            await tx.execute(
+                "UPDATE sessions SET head_id = NULL, head_depth = -1, message_count = 0, "
+                "updated_us = %s WHERE pk = %s",
+                (now_us(), pk),
+            )
+            return count
+
+    async def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
+        async with self._begin() as tx:
+            pk = (await self._lock(tx, scope, session_id))[0]
+            depth = -1
+            if message_id is not None:
+                row = await tx.fetchone(
+                    "SELECT depth FROM messages WHERE session_pk = %s AND id = %s",
+                    (pk, message_id),
+                )
+                if row is None:
+                    raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
+                depth = int(row[0])
+            await self._set_head_row(tx, pk, message_id, depth)
+
+    async def _set_head_row(
+        self, tx: AsyncTransaction, pk: int, head_id: str | None, depth: int
+    ) -> None:
+        await tx.execute(
+            "UPDATE sessions SET head_id = %s, head_depth = %s WHERE pk = %s",
+            (head_id, depth, pk),
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    async def _locate(
+        self, tx: AsyncTransaction, scope: Scope, session_id: str, message_id: str | None
+    ) -> tuple[int, str | None, int, int | None]:
+        """Return (pk, head id, head depth, depth of `message_id` or None) in one read."""
+        row = await tx.fetchone(
+            shared.LOCATE_SQL, (message_id, scope.tenant, scope.user, session_id)
+        )
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        if message_id is not None and row[3] is None:
+            raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
+        return int(row[0]), row[1], int(row[2]), row[3]
+
+    async def get_message(self, scope: Scope, session_id: str, message_id: str) -> Message | None:
+        async with self._begin() as tx:
+            row = await tx.fetchone(
+                f"SELECT s.pk, m.{MESSAGE_COLUMNS.replace(', ', ', m.')} FROM sessions AS s "
+                "LEFT JOIN messages AS m ON m.session_pk = s.pk AND m.id = %s "
+                "WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s",
+                (message_id, scope.tenant, scope.user, session_id),
+            )
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        return None if row[1] is None else message_from_row(row[1:])
+
+    async def get_path(
+        self, scope: Scope, session_id: str, leaf: str | None, limit: int | None
+    ) -> list[Message]:
+        check_limit(limit)
+        steps = limit or FOREVER
+        async with self._begin() as tx:
+            if leaf is None:
+                rows = await tx.fetchall(
+                    shared.LINEAR_HEAD_SQL, (steps, scope.tenant, scope.user, session_id)
+                )
+                if rows:
+                    return decode_rows(rows)
+            pk, head_id, _, _ = await self._locate(tx, scope, session_id, leaf)
+            start = head_id if leaf is None else leaf
+            if start is None:
+                return []
+            rows = await tx.fetchall(shared.PATH_SQL, (pk, start, pk, steps))
+        return decode_rows(rows)
+
+    async def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
+        async with self._begin() as tx:
+            pk = (await self._locate(tx, scope, session_id, message_id))[0]
+            rows = await tx.fetchall(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = %s "
+                "AND parent_id = %s ORDER BY seq",
+                (pk, message_id),
+            )
+        return decode_rows(rows)
+
+    async def get_path_length(self, scope: Scope, session_id: str, leaf: str | None) -> int:
+        async with self._begin() as tx:
+            _, head_id, head_depth, depth = await self._locate(tx, scope, session_id, leaf)
+        if leaf is not None:
+            return int(depth or 0) + 1
+        return 0 if head_id is None else head_depth + 1
+
+    async def page_messages(
+        self, scope: Scope, session_id: str, cursor: str | None, limit: int
+    ) -> tuple[list[Message], str | None]:
+        check_limit(limit)
+        depth, seq = decode_cursor_pair(cursor)
+        async with self._begin() as tx:
+            pk = await self._session_pk(tx, scope, session_id)
+            rows = await tx.fetchall(
+                f"SELECT {MESSAGE_COLUMNS}, depth, seq FROM messages WHERE session_pk = %s "
+                "AND (depth > %s OR (depth = %s AND seq > %s)) ORDER BY depth, seq LIMIT %s",
+                (pk, depth, depth, seq, limit),
+            )
+        next_cursor = encode_cursor(rows[-1][5], rows[-1][6]) if len(rows) == limit else None
+        return decode_rows(rows), next_cursor
+
+    # ------------------------------------------------------------------ search
+
+    async def search(
+        self,
+        scope: Scope,
+        query: Query,
+        limit: int,
+        session_id: str | None,
+        role: str | None,
+    ) -> list[SearchHit]:
+        check_limit(limit)
+        sql, params = self._dialect.search_sql(scope, query, limit, session_id, role)
+        async with self._begin() as tx:
+            if session_id is not None:
+                await self._session_pk(tx, scope, session_id)
+            rows = await tx.fetchall(sql, params)
+        return self._dialect.search_hits(rows, query, limit)
+
+    # ------------------------------------------------------------------ state
+
+    async def _state_key(
+        self, tx: AsyncTransaction, scope: Scope, level: StateLevel, session_id: str | None
+    ) -> tuple[str, str, str, str]:
+        owner = state_owner(level, session_id)
+        if level == "session":
+            await self._session_pk(tx, scope, owner)
+        return (level, scope.tenant, scope.user if level != "app" else "", owner)
+
+    async def get_state(self, scope: Scope, level: StateLevel, session_id: str | None) -> State:
+        async with self._begin() as tx:
+            key = await self._state_key(tx, scope, level, session_id)
+            row = await tx.fetchone(
+                f"SELECT data, version FROM states WHERE {shared.STATE_KEY}", key
+            )
+        return empty_state() if row is None else State(json.loads(row[0]), int(row[1]))
+
+    async def update_state(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        patch: dict[str, Any],
+        expected_version: int | None,
+    ) -> State:
+        patch = check_patch(patch)
+        async with self._begin() as tx:
+            key = await self._state_key(tx, scope, level, session_id)
+            # A missing document gets a version-0 row first, so there is a row to lock.
+            seed = self._dialect.insert_ignore("states", shared.STATE_COLUMNS)
+            await tx.execute(seed, (*key, "{}", 0))
+            row = await tx.fetchone(
+                f"SELECT data, version FROM states WHERE {shared.STATE_KEY} FOR UPDATE", key
+            )
+            assert row is not None
+            version = int(row[1])
+            if expected_version is not None and expected_version != version:
+                raise VersionConflict(
+                    f"{level} state is at version {version}, not {expected_version}"
+                )
+            data = merge_patch(json.loads(row[0]), patch)
+            text = encode_json(data, f"{level} state", self.max_message_bytes)
+            await tx.execute(
+                f"UPDATE states SET data = %s, version = %s WHERE {shared.STATE_KEY}",
+                (text, version + 1, *key),
+            )
+        return State(data, version + 1)
+
+    # ------------------------------------------------------------------ whole sessions
+
+    async def import_session(
+        self,
+        scope: Scope,
+        info: SessionInfo,
+        messages: Sequence[Message],
+        state: State | None,
+    ) -> SessionInfo:
+        prepared = prepare_messages(messages, self.max_message_bytes)
+        check_session_fields(info)
+        state_text = None
+        if state is not None and state.version:
+            state_text = encode_json(state.data, "session state", self.max_message_bytes)
+        rows, head = import_rows(info, prepared, self._dialect.index_text)
+        try:
+            async with self._begin() as tx:
+                pk = await self._insert_session(tx, scope, info, head)
+                await self._insert_messages(tx, [(pk, *row) for row in rows])
+                if state_text is not None and state is not None:
+                    await tx.execute(
+                        f"INSERT INTO states ({', '.join(shared.STATE_COLUMNS)}) "
+                        "VALUES (%s, %s, %s, %s, %s, %s)",
+                        ("session", scope.tenant, scope.user, info.id, state_text, state.version),
+                    )
+                return await self._session_info(tx, pk)
+        except AlreadyExists:
+            raise AlreadyExists(f"session {info.id!r} already exists") from None

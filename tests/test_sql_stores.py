@@ -1,0 +1,176 @@
+"""What only the SQL server backends have: URLs, migrations, driver errors, query rendering.
+
+Everything else they do is pinned by tests/conformance and tests/guarantees.
+"""
+
+from __future__ import annotations
+
+import doctest
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+import sessionary
+from sessionary import Message
+from sessionary.errors import BackendNotInstalled, InvalidURL, SchemaError, StoreUnavailable
+from sessionary.stores import _mysql_sql, _postgres_sql
+from sessionary.stores.urls import parse_store_url
+
+SERVERS = [
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("mysql", marks=pytest.mark.mysql),
+]
+
+
+@pytest.fixture(params=SERVERS)
+def server_url(request: pytest.FixtureRequest) -> str:
+    return str(request.getfixturevalue(f"{request.param}_url"))
+
+
+def _migrations(url: str) -> list[Any]:
+    with sessionary.SessionManager(url) as manager:
+        store: Any = manager.store
+        with store._begin() as tx:
+            return list(tx.fetchall("SELECT version, name FROM sessionary_migrations"))
+
+
+# ---------------------------------------------------------------- URLs
+
+
+@pytest.mark.parametrize(
+    ("url", "scheme", "location", "options"),
+    [
+        ("postgresql://u:p@h:5/db", "postgresql", "postgresql://u:p@h:5/db", {}),
+        ("postgres://h/db?schema=s1&pool_size=3", "postgresql", "postgresql://h/db",
+         {"schema": "s1", "pool_size": 3}),
+        ("mysql://root@h:3306/db?connect_timeout=2.5", "mysql", "mysql://root@h:3306/db",
+         {"connect_timeout": 2.5}),
+        ("mariadb://h/db?max_message_bytes=1000", "mysql", "mysql://h/db",
+         {"max_message_bytes": 1000}),
+    ],
+)  # fmt: skip
+def test_server_urls(url: str, scheme: str, location: str, options: dict[str, Any]) -> None:
+    parsed = parse_store_url(url)
+    assert (parsed.scheme, parsed.location, parsed.options) == (scheme, location, options)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://h/db?bogus=1",
+        "postgresql://h/db?sslmode=require",
+        "postgresql://h/db?schema=a;drop",
+        "postgresql://h/db?schema=",
+        "postgresql://h/db?pool_size=0",
+        "postgresql://h:port/db",
+        "mysql://h/db?schema=x",
+        "mysql://h",
+        "mysql:///db",
+        "mariadb://h/db?pool_size=many",
+    ],
+)
+def test_bad_server_urls(url: str) -> None:
+    with pytest.raises(InvalidURL):
+        parse_store_url(url)
+
+
+def test_a_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    for module in ("psycopg", "sessionary.stores.postgres"):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(BackendNotInstalled, match=r"sessionary\[postgres\]"):
+        sessionary.open_store("postgresql://127.0.0.1/test")
+    for module in ("pymysql", "sessionary.stores.mysql"):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(BackendNotInstalled, match=r"sessionary\[mysql\]"):
+        sessionary.open_store("mysql://127.0.0.1/test")
+
+
+# ---------------------------------------------------------------- unreachable servers
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql://postgres:secret@127.0.0.1:1/test", "mysql://root:secret@127.0.0.1:1/test"]
+)
+def test_a_closed_port_is_store_unavailable(url: str) -> None:
+    with sessionary.SessionManager(url) as manager, pytest.raises(StoreUnavailable) as caught:
+        manager.list()
+    assert "secret" not in str(caught.value)
+    assert "127.0.0.1" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql://postgres@127.0.0.1:1/test", "mysql://root@127.0.0.1:1/test"]
+)
+async def test_a_closed_port_is_store_unavailable_async(url: str) -> None:
+    async with sessionary.AsyncSessionManager(url) as manager:
+        with pytest.raises(StoreUnavailable):
+            await manager.create()
+
+
+# ---------------------------------------------------------------- migrations
+
+
+def test_migrations_are_recorded_once(server_url: str) -> None:
+    assert _migrations(server_url) == _migrations(server_url) == [(1, _migration_name(server_url))]
+
+
+def _migration_name(url: str) -> str:
+    dialect = (
+        _postgres_sql.PostgresDialect if url.startswith("postgres") else _mysql_sql.MySQLDialect
+    )
+    return dialect.migrations[0][1]
+
+
+def test_stores_opened_at_once_migrate_once(server_url: str) -> None:
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def open_and_write(n: int) -> None:
+        try:
+            start.wait(timeout=30)
+            with sessionary.SessionManager(server_url) as manager:
+                manager.create(id=f"s{n}").append(Message.user(f"hello {n}"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_and_write, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    assert len(_migrations(server_url)) == 1
+    with sessionary.SessionManager(server_url) as manager:
+        assert len(manager.list().items) == 4
+
+
+def test_a_newer_schema_is_refused(server_url: str) -> None:
+    with sessionary.SessionManager(server_url) as manager:
+        manager.create(id="kept")
+        store: Any = manager.store
+        with store._begin() as tx:
+            tx.execute("INSERT INTO sessionary_migrations (version, name) VALUES (99, 'future')")
+    with sessionary.SessionManager(server_url) as manager, pytest.raises(SchemaError):
+        manager.get("kept")
+
+
+# ---------------------------------------------------------------- search specifics
+
+
+def test_query_rendering_examples() -> None:
+    for module in (_postgres_sql, _mysql_sql):
+        assert doctest.testmod(module).failed == 0
+
+
+def test_every_word_is_searchable(server_url: str) -> None:
+    with sessionary.SessionManager(server_url) as manager:
+        chat = manager.create()
+        short = chat.append(Message.user("to be or not to be, ox"))
+        other = chat.append(Message.user("the other one"))
+        assert {h.message_id for h in manager.search('"or not"')} == {short.id}
+        assert {h.message_id for h in manager.search("ox")} == {short.id}
+        assert {h.message_id for h in manager.search("the")} == {other.id}
+        assert manager.search("½") == []
+        assert manager.search("be ½") == []

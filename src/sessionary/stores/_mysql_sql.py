@@ -33,7 +33,7 @@ from sessionary.model import decode_body, from_micros, message_text
 from sessionary.query import Query, Term, words
 from sessionary.records import Scope, SearchHit
 from sessionary.stores._sql_common import Dialect, Migration
-from sessionary.stores.memory import _fold, _match
+from sessionary.stores._textmatch import fold, match_text
 
 __all__ = ["MySQLDialect", "to_boolean_mode"]
 
@@ -166,7 +166,7 @@ class MySQLDialect(Dialect):
         hits: list[SearchHit] = []
         for r in rows:
             text = message_text(decode_body(r[1], r[2], r[3], r[4], None))
-            score, snippet = _match(query, text)
+            score, snippet = match_text(query, text)
             if score:
                 hits.append(SearchHit(r[0], r[1], r[2], snippet, float(r[5]), from_micros(r[3])))
         return hits[:limit]
@@ -197,4 +197,4 @@ def _term(term: Term) -> str:
 
 def _token(word: str) -> str:
     """`s_` + the word folded; folding may yield punctuation (`⑴` is `(1)`), which goes."""
-    return _TOKEN + "".join(words(_fold(word)))
+    return _TOKEN + "".join(words(fold(word)))

@@ -30,7 +30,7 @@ from sessionary.model import Message, to_micros
 from sessionary.query import Query, words
 from sessionary.records import Scope, SearchHit, SessionFilter, SessionInfo, decode_cursor
 from sessionary.stores._common import Prepared
-from sessionary.stores._sqlite_rows import SESSION_COLUMNS, message_from_row, now_us, stored_copy
+from sessionary.stores._rows import SESSION_COLUMNS, message_from_row, now_us, stored_copy
 
 __all__ = [
     "CHUNK",

@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from sessionary.errors import InvalidInput, SchemaError, SessionNotFound
 from sessionary.records import Scope
 from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES
-from sessionary.stores._sqlite_rows import now_us, store_error
+from sessionary.stores._rows import now_us
+from sessionary.stores._sqlite_rows import store_error
 from sessionary.stores._sqlite_schema import MIGRATIONS, statements
 
 __all__ = ["SQLiteBase"]

@@ -31,9 +31,9 @@ from sessionary.stores._common import (
     encode_json,
     state_owner,
 )
+from sessionary.stores._rows import SESSION_COLUMNS, now_us, session_from_row
 from sessionary.stores._sqlite_base import SQLiteBase
 from sessionary.stores._sqlite_index import lower_watermark, unindex_where
-from sessionary.stores._sqlite_rows import SESSION_COLUMNS, now_us, session_from_row
 
 __all__ = ["SQLiteRegistry"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import threading
-import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -26,7 +25,7 @@ from sessionary.errors import (
     VersionConflict,
 )
 from sessionary.model import Message, decode_body, from_micros, to_micros
-from sessionary.query import Query, Term, words
+from sessionary.query import Query
 from sessionary.records import (
     HEAD,
     Expected,
@@ -47,7 +46,6 @@ from sessionary.records import (
 )
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
-    HIGHLIGHT,
     Prepared,
     check_label,
     check_limit,
@@ -59,6 +57,7 @@ from sessionary.stores._common import (
     prepare_messages,
     state_owner,
 )
+from sessionary.stores._textmatch import match_text
 from sessionary.stores.base import SEARCH
 
 __all__ = ["MemoryEngine", "open_memory_engine"]
@@ -388,7 +387,7 @@ class MemoryEngine:
                 for node in sess.nodes.values():
                     if role is not None and node.role != role:
                         continue
-                    score, marked = _match(query, node.text)
+                    score, marked = match_text(query, node.text)
                     if score:
                         hit = SearchHit(
                             sid,
@@ -490,56 +489,6 @@ def _matches(info: SessionInfo, where: SessionFilter) -> bool:
     if any(want is not None and want != have for want, have in checks):
         return False
     return where.ended is None or where.ended == (info.end_reason is not None)
-
-
-def _fold(word: str) -> str:
-    """Case- and accent-fold a word, as SQLite's unicode61 tokenizer does by default."""
-    decomposed = unicodedata.normalize("NFKD", word.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def _term_hits(term: Term, tokens: list[str]) -> set[int]:
-    """Return the token positions where `term` matches."""
-    wanted = [_fold(w) for w in words(term.text)]
-    if not wanted:
-        return set()
-    found: set[int] = set()
-    size = len(wanted)
-    for i in range(len(tokens) - size + 1):
-        window = tokens[i : i + size]
-        head_ok = window[:-1] == wanted[:-1]
-        last_ok = window[-1].startswith(wanted[-1]) if term.prefix else window[-1] == wanted[-1]
-        if head_ok and last_ok:
-            found.update(range(i, i + size))
-    return found
-
-
-def _match(query: Query, text: str) -> tuple[int, str]:
-    """Score `text` against `query`; return (0, "") when it does not match."""
-    originals = words(text)
-    tokens = [_fold(w) for w in originals]
-    marked: set[int] = set()
-    for group in query.groups:
-        group_hits = set().union(*(_term_hits(t, tokens) for t in group))
-        if not group_hits:
-            return 0, ""
-        marked |= group_hits
-    if any(_term_hits(t, tokens) for t in query.excluded):
-        return 0, ""
-    return len(marked), _snippet(originals, marked)
-
-
-def _snippet(originals: list[str], marked: set[int], width: int = 16) -> str:
-    first = min(marked)
-    start = max(0, first - width // 4)
-    shown = originals[start : start + width]
-    out = [
-        f"{HIGHLIGHT[0]}{w}{HIGHLIGHT[1]}" if start + i in marked else w
-        for i, w in enumerate(shown)
-    ]
-    prefix = "… " if start > 0 else ""
-    suffix = " …" if start + width < len(originals) else ""
-    return prefix + " ".join(out) + suffix
 
 
 def open_memory_engine(

@@ -65,6 +65,7 @@ from sessionary.stores._common import (
     prepare_messages,
     state_owner,
 )
+from sessionary.stores._rows import FOREVER, decode_rows, message_from_row, now_us, session_from_row
 from sessionary.stores._sql_common import (
     CHUNK,
     MESSAGE_COLUMNS,
@@ -74,13 +75,6 @@ from sessionary.stores._sql_common import (
     import_rows,
     list_sql,
     plan_chain,
-)
-from sessionary.stores._sqlite_rows import (
-    FOREVER,
-    decode_rows,
-    message_from_row,
-    now_us,
-    session_from_row,
 )
 from sessionary.stores.base import SEARCH
 

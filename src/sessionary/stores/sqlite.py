@@ -39,6 +39,14 @@ from sessionary.stores._common import (
     encode_json,
     prepare_messages,
 )
+from sessionary.stores._rows import (
+    FOREVER,
+    decode_rows,
+    first,
+    message_from_row,
+    now_us,
+    stored_copy,
+)
 from sessionary.stores._sqlite_index import (
     INDEX_BATCH,
     catch_up,
@@ -50,17 +58,11 @@ from sessionary.stores._sqlite_index import (
 from sessionary.stores._sqlite_registry import SQLiteRegistry
 from sessionary.stores._sqlite_rows import (
     APPEND_AT_HEAD_SQL,
-    FOREVER,
     INSERT_SQL,
     LINEAR_PATH_SQL,
     MESSAGE_SQL,
     PATH_SQL,
-    decode_rows,
-    first,
-    message_from_row,
-    now_us,
     store_error,
-    stored_copy,
 )
 from sessionary.stores.base import SEARCH
 

@@ -82,7 +82,9 @@ def test_public_names() -> None:
 
 
 def test_the_commands() -> None:
-    assert sorted(subcommands()) == ["demo", "export", "import", "ls", "rm", "search", "show"]
+    assert sorted(subcommands()) == [
+        "demo", "export", "import", "ls", "migrate", "rm", "search", "show"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(subcommands()))

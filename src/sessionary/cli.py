@@ -9,6 +9,7 @@ search   full-text search over the messages of every session
 export   sessions as JSON lines, one record per line
 import   sessions from an export
 rm       delete sessions
+migrate  copy everything from one store to another
 demo     build a realistic agent conversation and show it off
 ```
 
@@ -24,6 +25,7 @@ conversation is built by `sessionary._demo`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -46,7 +48,9 @@ from sessionary._render import (
 )
 from sessionary._sync.manager import SessionManager
 from sessionary._sync.session import Session
+from sessionary._sync.stores.registry import open_store
 from sessionary.errors import SessionaryError, SessionNotFound
+from sessionary.migrate import MigrationProgress, MigrationResult, migrate, verify
 from sessionary.model import Message, Role
 from sessionary.records import SearchHit, SessionInfo, info_to_dict
 from sessionary.stores.urls import parse_store_url
@@ -100,6 +104,8 @@ class Context:
 
 
 Handler = Callable[[Context, argparse.Namespace], int]
+StorelessHandler = Callable[[argparse.Namespace], int]
+"""A command that opens its own stores instead of the one `--db` names."""
 
 
 def _require(manager: SessionManager, session_id: str) -> SessionInfo:
@@ -324,6 +330,77 @@ def cmd_rm(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
+class _ProgressBar:
+    """Migration progress on stderr: a bar redrawn in place on a tty, else a line now and then."""
+
+    def __init__(self, stream: TextIO, every: int = 100) -> None:
+        self.stream = stream
+        self.every = every
+        self.tty = stream.isatty()
+        self.drawn = False
+
+    def __call__(self, progress: MigrationProgress) -> None:
+        done, total = progress.sessions_done, progress.sessions_total
+        text = f"{done}/{total} sessions, {plural(progress.messages_copied, 'message')} copied"
+        if self.tty:
+            filled = 30 * done // max(total, 1)
+            bar = "#" * filled + "-" * (30 - filled)
+            self.stream.write(f"\rmigrating [{bar}] {text}")
+            self.drawn = True
+        elif done % self.every == 0 or done == total:
+            self.stream.write(f"migrating: {text}\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        """End the bar's line, if one was drawn."""
+        if self.drawn:
+            self.stream.write("\n")
+            self.drawn = False
+
+
+def _open_existing(url: str, what: str) -> str:
+    """Return `url` after checking it parses and, for a SQLite source, that the file exists."""
+    path = parse_store_url(url).sqlite_file
+    if what == "source" and path is not None and not os.path.exists(path):
+        raise CLIError(f"no database at {path} (the --from store must exist)")
+    return url
+
+
+def _summary(result: MigrationResult) -> str:
+    skipped = f", {result.sessions_skipped} already there" if result.sessions_skipped else ""
+    return (
+        f"migrated {plural(result.sessions_copied, 'session')} "
+        f"({plural(result.messages_copied, 'message')}) and "
+        f"{plural(result.states_copied, 'state document')} "
+        f"in {plural(result.scopes, 'scope')}{skipped}"
+    )
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Copy every scope, session, message and state from one store to another, then verify."""
+    source_url = _open_existing(args.source, "source")
+    target_url = _open_existing(args.target, "target")
+    if source_url == target_url:
+        raise CLIError("--from and --to name the same store")
+    bar = _ProgressBar(sys.stderr)
+    with contextlib.ExitStack() as stack:
+        source = open_store(source_url)
+        stack.callback(source.close)
+        target = open_store(target_url)
+        stack.callback(target.close)
+        try:
+            result = migrate(source, target, replace=args.replace, on_progress=bar)
+        finally:
+            bar.finish()
+        print(_summary(result))
+        mismatches = verify(source, target)
+    if mismatches:
+        more = f" (and {len(mismatches) - 1} more scopes)" if len(mismatches) > 1 else ""
+        raise CLIError(f"verification failed: {mismatches[0].describe()}{more}")
+    print("verified: every scope has the same sessions, messages and state in both stores")
+    return 0
+
+
 def _section(ctx: Context, title: str) -> None:
     ctx.echo("")
     ctx.echo(ctx.style.bold(f"── {title} " + "─" * max(ctx.width - len(title) - 4, 3)))
@@ -446,6 +523,26 @@ def _add_rm(add: _Add) -> None:
     rm.add_argument("ids", nargs="+", metavar="ID", help="the sessions to delete")
 
 
+def _add_migrate(add: _Add) -> None:
+    migrate = add(
+        "migrate",
+        None,
+        "copy everything from one store to another",
+        "Copies every scope, session (all branches), message and session, user and app "
+        "state, then checks that both stores hold the same counts. Run it again after an "
+        "interruption: sessions already copied are skipped. Compactions do not exist yet, "
+        "so there are none to copy. --db, --tenant and --user are ignored.",
+    )
+    migrate.add_argument("--from", dest="source", metavar="URL", required=True, help="copy from")
+    migrate.add_argument("--to", dest="target", metavar="URL", required=True, help="copy into")
+    migrate.add_argument(
+        "--replace",
+        action="store_true",
+        help="copy again a session the target holds in a different form (default: stop)",
+    )
+    migrate.set_defaults(storeless=cmd_migrate)
+
+
 def _add_demo(add: _Add) -> None:
     demo = add(
         "demo",
@@ -472,7 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     _scope_options(common, top=False)
 
     def add(
-        name: str, handler: Handler, summary: str, epilog: str | None = None
+        name: str, handler: Handler | None, summary: str, epilog: str | None = None
     ) -> argparse.ArgumentParser:
         sub = commands.add_parser(
             name,
@@ -481,10 +578,11 @@ def build_parser() -> argparse.ArgumentParser:
             epilog=epilog,
             parents=[common],
         )
-        sub.set_defaults(handler=handler, creates=False)
+        sub.set_defaults(handler=handler, creates=False, storeless=None)
         return sub
 
-    for adder in (_add_ls, _add_show, _add_search, _add_export, _add_import, _add_rm, _add_demo):
+    adders = (_add_ls, _add_show, _add_search, _add_export, _add_import, _add_rm, _add_migrate)
+    for adder in (*adders, _add_demo):
         adder(add)
     return parser
 
@@ -503,6 +601,9 @@ def _invocation(args: argparse.Namespace) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.storeless is not None:
+        storeless: StorelessHandler = args.storeless
+        return storeless(args)
     args.url = args.db or os.environ.get(ENV_URL) or DEFAULT_DB
     path = parse_store_url(args.url).sqlite_file  # InvalidURL: a one-line error from main
     if not args.creates and path is not None and not os.path.exists(path):

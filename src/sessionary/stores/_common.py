@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge
+from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge, VersionConflict
 from sessionary.ids import check_id
 from sessionary.model import Message, check_message, encode_body, message_text, to_micros
-from sessionary.records import SessionInfo, State, StateLevel, check_object
+from sessionary.records import Scope, SessionInfo, State, StateLevel, check_object
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -26,9 +26,11 @@ __all__ = [
     "check_limit",
     "check_totals",
     "check_session_fields",
+    "check_restore",
     "encode_json",
     "gc_paused",
     "prepare_messages",
+    "scopes_from_rows",
     "state_owner",
 ]
 
@@ -230,3 +232,30 @@ def state_owner(level: StateLevel, session_id: str | None) -> str:
 def empty_state() -> State:
     """Return the state of a document never written."""
     return State({}, 0)
+
+
+def check_restore(level: StateLevel, current: State, wanted: State) -> bool:
+    """Return whether `restore_state` must write `wanted` over `current`.
+
+    Raises:
+        InvalidInput: If `wanted` is not a JSON object with a version of at least 1.
+        VersionConflict: If a different document is already stored.
+    """
+    check_object(wanted.data, f"{level} state")
+    version = wanted.version
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InvalidInput(f"a restored state's version must be at least 1, not {version!r}")
+    if current.version == 0:
+        return True
+    if current.version == version and current.data == wanted.data:
+        return False
+    raise VersionConflict(
+        f"{level} state is already at version {current.version}; "
+        f"it cannot be restored to version {version}"
+    )
+
+
+def scopes_from_rows(rows: Sequence[Sequence[str]]) -> list[Scope]:
+    """Return the sorted, distinct scopes of (tenant, user) rows; user "" is the default."""
+    pairs = {(tenant, user or "default") for tenant, user in rows}
+    return [Scope(tenant, user) for tenant, user in sorted(pairs)]

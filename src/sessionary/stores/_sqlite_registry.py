@@ -25,10 +25,12 @@ from sessionary.records import (
 from sessionary.stores._common import (
     check_label,
     check_limit,
+    check_restore,
     check_session_fields,
     check_totals,
     empty_state,
     encode_json,
+    scopes_from_rows,
     state_owner,
 )
 from sessionary.stores._rows import SESSION_COLUMNS, now_us, session_from_row
@@ -188,6 +190,38 @@ class SQLiteRegistry(SQLiteBase):
                 key,
             ).fetchone()
         return empty_state() if row is None else State(json.loads(row[0]), row[1])
+
+    def _read_state(self, db: sqlite3.Connection, key: tuple[str, str, str, str]) -> State:
+        row = db.execute(
+            "SELECT data, version FROM states "
+            "WHERE level = ? AND tenant = ? AND user_id = ? AND owner = ?",
+            key,
+        ).fetchone()
+        return empty_state() if row is None else State(json.loads(row[0]), row[1])
+
+    def restore_state(
+        self, scope: Scope, level: StateLevel, session_id: str | None, state: State
+    ) -> State:
+        with self._write() as db:
+            key = self._state_key(db, scope, level, session_id)
+            if not check_restore(level, self._read_state(db, key), state):
+                return state
+            text = encode_json(state.data, f"{level} state", self.max_message_bytes)
+            db.execute(
+                "INSERT INTO states (level, tenant, user_id, owner, data, version) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (level, tenant, user_id, owner) "
+                "DO UPDATE SET data = excluded.data, version = excluded.version",
+                (*key, text, state.version),
+            )
+            return State(json.loads(text), state.version)
+
+    def list_scopes(self) -> list[Scope]:
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT tenant, user_id FROM sessions UNION SELECT tenant, user_id FROM states "
+                "WHERE level IN ('user', 'app') AND version > 0"
+            ).fetchall()
+        return scopes_from_rows(rows)
 
     def update_state(
         self,

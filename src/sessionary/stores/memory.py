@@ -49,12 +49,14 @@ from sessionary.stores._common import (
     Prepared,
     check_label,
     check_limit,
+    check_restore,
     check_session_fields,
     check_totals,
     empty_state,
     encode_json,
     gc_paused,
     prepare_messages,
+    scopes_from_rows,
     state_owner,
 )
 from sessionary.stores._textmatch import match_text
@@ -437,6 +439,29 @@ class MemoryEngine:
             encode_json(data, f"{level} state", self.max_message_bytes)
             self._states[key] = State(data, current.version + 1)
             return copy.deepcopy(self._states[key])
+
+    def restore_state(
+        self, scope: Scope, level: StateLevel, session_id: str | None, state: State
+    ) -> State:
+        with self._lock:
+            key = self._state_key(scope, level, session_id)
+            current = self._states.get(key, empty_state())
+            if check_restore(level, current, state):
+                encode_json(state.data, f"{level} state", self.max_message_bytes)
+                self._states[key] = copy.deepcopy(state)
+            return copy.deepcopy(self._states[key])
+
+    # ------------------------------------------------------------------ whole stores
+
+    def list_scopes(self) -> list[Scope]:
+        with self._lock:
+            rows = [(tenant, user) for tenant, user, _ in self._sessions]
+            rows += [
+                (tenant, user)
+                for (level, tenant, user, _), state in self._states.items()
+                if level != "session" and state.version
+            ]
+        return scopes_from_rows(rows)
 
     # ------------------------------------------------------------------ whole sessions
 

@@ -58,11 +58,13 @@ from sessionary.stores._common import (
     Prepared,
     check_label,
     check_limit,
+    check_restore,
     check_session_fields,
     check_totals,
     empty_state,
     encode_json,
     prepare_messages,
+    scopes_from_rows,
     state_owner,
 )
 from sessionary.stores._rows import FOREVER, decode_rows, message_from_row, now_us, session_from_row
@@ -584,6 +586,36 @@ class AsyncSQLStore:
                 (text, version + 1, *key),
             )
         return State(data, version + 1)
+
+    async def restore_state(
+        self, scope: Scope, level: StateLevel, session_id: str | None, state: State
+    ) -> State:
+        async with self._begin() as tx:
+            key = await self._state_key(tx, scope, level, session_id)
+            seed = self._dialect.insert_ignore("states", shared.STATE_COLUMNS)
+            await tx.execute(seed, (*key, "{}", 0))
+            row = await tx.fetchone(
+                f"SELECT data, version FROM states WHERE {shared.STATE_KEY} FOR UPDATE", key
+            )
+            assert row is not None
+            if not check_restore(level, State(json.loads(row[0]), int(row[1])), state):
+                return state
+            text = encode_json(state.data, f"{level} state", self.max_message_bytes)
+            await tx.execute(
+                f"UPDATE states SET data = %s, version = %s WHERE {shared.STATE_KEY}",
+                (text, state.version, *key),
+            )
+        return State(json.loads(text), state.version)
+
+    # ------------------------------------------------------------------ whole stores
+
+    async def list_scopes(self) -> list[Scope]:
+        async with self._begin() as tx:
+            rows = await tx.fetchall(
+                "SELECT tenant, user_id FROM sessions UNION SELECT tenant, user_id FROM states "
+                "WHERE level IN ('user', 'app') AND version > 0"
+            )
+        return scopes_from_rows(rows)
 
     # ------------------------------------------------------------------ whole sessions
 

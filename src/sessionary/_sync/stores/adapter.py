@@ -36,6 +36,8 @@ STORE_METHODS = (
     "get_state",
     "update_state",
     "import_session",
+    "restore_state",
+    "list_scopes",
 )
 
 

@@ -143,6 +143,23 @@ class Store(Protocol):
         """Merge-patch a state document; raise `VersionConflict` on a stale version."""
         ...
 
+    def restore_state(
+        self, scope: Scope, level: StateLevel, session_id: str | None, state: State
+    ) -> State:
+        """Write a state document exactly as given (data and version), for copying stores.
+
+        A missing document (version 0) is written; one already equal to `state` is left
+        as it is; any other raises `VersionConflict`, so a copy never overwrites.
+        """
+        ...
+
+    def list_scopes(self) -> list[Scope]:
+        """Return every scope that owns a session or a user state document, sorted.
+
+        A tenant with an app state document is also listed with the default user.
+        """
+        ...
+
     def import_session(
         self,
         scope: Scope,

@@ -1,0 +1,302 @@
+"""`sessionary migrate` and `sessionary.migrate`: copying whole stores between backends."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sessionary
+from sessionary import Message, Scope, State, VersionConflict
+from sessionary._sync.stores.base import Store
+from sessionary._sync.stores.registry import open_store as _open_store
+from sessionary.cli import _ProgressBar, main
+from sessionary.errors import AlreadyExists
+from sessionary.migrate import MigrationProgress, count_scopes, migrate, verify
+
+PAIRS = [
+    pytest.param(("memory", "sqlite"), marks=[pytest.mark.memory, pytest.mark.sqlite]),
+    pytest.param(("sqlite", "postgres"), marks=[pytest.mark.sqlite, pytest.mark.postgres]),
+    pytest.param(("postgres", "mysql"), marks=[pytest.mark.postgres, pytest.mark.mysql]),
+    pytest.param(("mysql", "sqlite"), marks=[pytest.mark.mysql, pytest.mark.sqlite]),
+    pytest.param(("sqlite", "memory"), marks=[pytest.mark.sqlite, pytest.mark.memory]),
+]
+SCOPES = [Scope("acme", "alice"), Scope("acme", "bob"), Scope("globex", "default")]
+SESSIONS = 7  # what `populate` creates
+
+
+def _url(request: pytest.FixtureRequest, tmp_path: Path, backend: str, role: str) -> str:
+    if backend == "memory":
+        return f"memory://migrate-{role}-{uuid.uuid4().hex}"
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / f'{role}.db'}"
+    return str(request.getfixturevalue(f"{backend}_url"))
+
+
+@pytest.fixture(params=PAIRS, ids=lambda pair: "-to-".join(pair))
+def urls(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """(source URL, target URL): fresh, empty stores of two backends."""
+    source, target = request.param
+    return _url(request, tmp_path, source, "source"), _url(request, tmp_path, target, "target")
+
+
+@pytest.fixture
+def sqlite_urls(tmp_path: Path) -> tuple[str, str]:
+    return f"sqlite:///{tmp_path / 'source.db'}", f"sqlite:///{tmp_path / 'target.db'}"
+
+
+def _with_unknown_fields(message: Message) -> Message:
+    raw: dict[str, Any] = message.to_dict()
+    raw["future_field"] = {"kept": [1, 2]}
+    raw["parts"][0]["future_part_field"] = "kept too"
+    return Message.from_dict(raw)
+
+
+def _populate_scope(manager: sessionary.SessionManager, index: int) -> None:
+    """Two sessions with state; the first has a branch and unknown fields, the second ended."""
+    chat = manager.create(name=f"chat {index}", model="m", metadata={"n": index, "x": [True]})
+    root = chat.append(_with_unknown_fields(Message.user("hello there")))
+    chat.append(Message.assistant("first answer"))
+    chat.append(Message.assistant("second answer"), parent=root.id)  # a branch
+    chat.update_state({"step": index})
+    chat.update_state({"more": {"deep": None, "kept": 1.5}})
+    manager.add_usage(chat.id, input_tokens=10, output_tokens=20, cost=0.25)
+    other = manager.create(name="ended")
+    other.append(Message.user("bye"))
+    manager.end(other.id, "done")
+    manager.update_state({"theme": f"dark-{index}"})
+
+
+def populate(url: str) -> None:
+    """Fill a store: three scopes in two tenants, state at every level, one empty session."""
+    with sessionary.SessionManager(url) as base:
+        for index, scope in enumerate(SCOPES):
+            _populate_scope(base.for_user(scope.user, tenant=scope.tenant), index)
+        base.for_user("carol", tenant="acme").create(id="empty")
+        base.for_user("x", tenant="acme").update_state({"shared": 1}, level="app")
+        base.for_user("x", tenant="acme").update_state({"shared": 2}, level="app")
+        base.for_user("default", tenant="initech").update_state({"only": "app"}, level="app")
+
+
+def snapshot(url: str) -> dict[Scope, Any]:
+    """Everything a store holds, scope by scope, in a form two backends can compare."""
+    with open_store(url) as store:
+        scopes = store.list_scopes()
+    out: dict[Scope, Any] = {}
+    with sessionary.SessionManager(url) as base:
+        for scope in scopes:
+            manager = base.for_user(scope.user, tenant=scope.tenant)
+            records = sorted(manager.export(), key=lambda r: str(r.get("session", r)))
+            out[scope] = (records, manager.get_state(), manager.get_state("app"))
+    return out
+
+
+def open_store(url: str) -> contextlib.closing[Store]:
+    """Open a store as a context manager that closes it."""
+    return contextlib.closing(_open_store(url))
+
+
+def _count_progress(limit: int) -> Callable[[MigrationProgress], None]:
+    def interrupt(progress: MigrationProgress) -> None:
+        if progress.sessions_done == limit:
+            raise KeyboardInterrupt
+
+    return interrupt
+
+
+# ------------------------------------------------------------------------- across backends
+
+
+def test_migrate_copies_everything(
+    capsys: pytest.CaptureFixture[str], urls: tuple[str, str]
+) -> None:
+    source, target = urls
+    populate(source)
+    code = main(["migrate", "--from", source, "--to", target])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"migrated {SESSIONS} sessions" in out
+    assert "verified" in out
+    assert f"migrating: {SESSIONS}/{SESSIONS} sessions" in err  # not a tty: plain lines
+    copied = snapshot(target)
+    assert copied == snapshot(source)
+    assert set(copied) == {*SCOPES, Scope("acme", "carol"), Scope("acme"), Scope("initech")}
+    records, _, app = copied[Scope("acme", "alice")]
+    messages = [r["message"] for r in records if r["type"] == "message"]
+    assert any(m.get("future_field") == {"kept": [1, 2]} for m in messages)
+    assert any(m["parts"][0].get("future_part_field") == "kept too" for m in messages)
+    assert app == State({"shared": 2}, 2)
+    with sessionary.SessionManager(target, tenant="acme", user="alice") as manager:
+        assert [hit.snippet for hit in manager.search("second")]  # the search index is built
+
+
+def test_a_second_run_changes_nothing(urls: tuple[str, str]) -> None:
+    source, target = urls
+    populate(source)
+    with open_store(source) as src, open_store(target) as dst:
+        first = migrate(src, dst)
+        before = snapshot(target)
+        second = migrate(src, dst)
+        assert (first.sessions_copied, first.sessions_skipped) == (SESSIONS, 0)
+        assert (second.sessions_copied, second.sessions_skipped) == (0, SESSIONS)
+        assert second.messages_copied == 0
+        assert verify(src, dst) == []
+    assert snapshot(target) == before
+
+
+def test_an_interrupted_run_completes_when_run_again(urls: tuple[str, str]) -> None:
+    source, target = urls
+    populate(source)
+    with open_store(source) as src, open_store(target) as dst:
+        with pytest.raises(KeyboardInterrupt):
+            migrate(src, dst, on_progress=_count_progress(3))
+        assert verify(src, dst) != []
+        result = migrate(src, dst)
+        assert (result.sessions_copied, result.sessions_skipped) == (SESSIONS - 3, 3)
+        assert verify(src, dst) == []
+    assert snapshot(target) == snapshot(source)
+
+
+# ------------------------------------------------------------------------- conflicts and checks
+
+
+def test_verification_catches_a_tampered_target(sqlite_urls: tuple[str, str]) -> None:
+    source, target = sqlite_urls
+    populate(source)
+    with open_store(source) as src, open_store(target) as dst:
+        migrate(src, dst)
+        assert count_scopes(src) == count_scopes(dst)
+        with sessionary.SessionManager(dst, tenant="acme", user="bob") as bob:
+            session_id = bob.list().items[0].id
+            head = bob.session(session_id).history()[-1]
+            bob.session(session_id).delete(head.id)
+        (mismatch,) = verify(src, dst)
+    assert mismatch.scope == Scope("acme", "bob")
+    assert mismatch.source.messages == mismatch.target.messages + 1
+    assert "tenant 'acme' user 'bob'" in mismatch.describe()
+
+
+def test_cli_reports_failed_verification_on_one_line(
+    capsys: pytest.CaptureFixture[str], sqlite_urls: tuple[str, str]
+) -> None:
+    source, target = sqlite_urls
+    populate(source)
+    with sessionary.SessionManager(target, tenant="acme", user="alice") as alice:
+        alice.create(id="already-here")  # an extra session the source does not have
+    code = main(["migrate", "--from", source, "--to", target])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert err.splitlines()[-1].startswith("sessionary: error: verification failed: ")
+    assert "tenant 'acme' user 'alice'" in err and "Traceback" not in err
+
+
+def test_a_differing_session_stops_the_copy_unless_replace(
+    capsys: pytest.CaptureFixture[str], sqlite_urls: tuple[str, str]
+) -> None:
+    source, target = sqlite_urls
+    populate(source)
+    assert main(["migrate", "--from", source, "--to", target]) == 0
+    with sessionary.SessionManager(target, tenant="globex") as globex:
+        session_id = globex.list().items[0].id
+        globex.session(session_id).append(Message.user("only in the target"))
+    capsys.readouterr()
+    assert main(["migrate", "--from", source, "--to", target]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("sessionary: error: session ")
+    assert "--replace" in err
+    assert main(["migrate", "--from", source, "--to", target, "--replace"]) == 0
+    assert snapshot(target) == snapshot(source)
+
+
+def test_a_differing_state_document_is_never_overwritten(sqlite_urls: tuple[str, str]) -> None:
+    source, target = sqlite_urls
+    populate(source)
+    with sessionary.SessionManager(target, tenant="acme", user="bob") as bob:
+        bob.update_state({"theme": "light"})
+    with open_store(source) as src, open_store(target) as dst, pytest.raises(VersionConflict):
+        migrate(src, dst)
+
+
+def test_library_error_without_replace(sqlite_urls: tuple[str, str]) -> None:
+    source, target = sqlite_urls
+    populate(source)
+    with sessionary.SessionManager(target, tenant="acme", user="carol") as carol:
+        carol.create(id="empty").append(Message.user("different"))
+    with open_store(source) as src, open_store(target) as dst:
+        with pytest.raises(AlreadyExists, match="'empty' of tenant 'acme' user 'carol'"):
+            migrate(src, dst)
+        migrate(src, dst, replace=True)
+        assert verify(src, dst) == []
+
+
+def test_an_empty_source(capsys: pytest.CaptureFixture[str], sqlite_urls: tuple[str, str]) -> None:
+    source, target = sqlite_urls
+    sessionary.SessionManager(source).close()
+    assert main(["migrate", "--from", source, "--to", target]) == 0
+    assert "migrated 0 sessions" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------- the command
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: sessionary migrate")
+    for words in ("--from URL", "--to URL", "--replace", "Compactions"):
+        assert words in out
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--from", "nosuch://x", "--to", "memory://"], "nosuch"),
+        (["--from", "memory://", "--to", "sqlite://bad"], "sqlite"),
+        (["--from", "sqlite:///missing/none.db", "--to", "memory://"], "no database at"),
+        (["--from", "memory://a", "--to", "memory://a"], "the same store"),
+    ],
+)
+def test_bad_urls_are_one_line_errors(
+    capsys: pytest.CaptureFixture[str], args: list[str], fragment: str
+) -> None:
+    code = main(["migrate", *args])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("sessionary: error: ") and err.count("\n") == 1, err
+    assert fragment in err
+
+
+def test_missing_options_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate", "--from", "memory://"]) == 2
+    assert "--to" in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_redraws_in_place_on_a_terminal() -> None:
+    stream = _Terminal()
+    bar = _ProgressBar(stream)
+    bar(MigrationProgress(1, 4, 10))
+    bar(MigrationProgress(4, 4, 12))
+    bar.finish()
+    text = stream.getvalue()
+    assert text.count("\r") == 2 and text.endswith("\n") and text.count("\n") == 1
+    assert "[" + "#" * 30 + "] 4/4 sessions, 12 messages copied" in text
+
+
+def test_progress_lines_when_not_a_terminal() -> None:
+    stream = io.StringIO()
+    bar = _ProgressBar(stream, every=2)
+    for done in range(1, 6):
+        bar(MigrationProgress(done, 5, done))
+    bar.finish()
+    lines = stream.getvalue().splitlines()
+    assert [line.split()[1] for line in lines] == ["2/5", "4/5", "5/5"]

@@ -13,6 +13,8 @@ from bench.workload import text_lengths
 
 __all__ = ["render"]
 
+SERVERS_REPORT = "[BENCHMARKS-servers.md](BENCHMARKS-servers.md), from `scripts/bench-servers`"
+
 
 def render(results: list[Result], plan: Plan, facts: dict[str, str], notes: list[str]) -> str:
     table = Table(results)
@@ -183,6 +185,8 @@ def _notes(table: Table, plan: Plan, extra: list[str]) -> Iterator[str]:
     yield "```sql"
     yield from SCHEMA.splitlines()
     yield "```"
+    yield ""
+    yield f"- Server backends (PostgreSQL, MariaDB/MySQL, Redis): see {SERVERS_REPORT}."
 
 
 def _unsettled(table: Table) -> str:

@@ -7,8 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sessionary.model import Message, decode_body, from_micros
-from sessionary.records import SessionInfo
+from sessionary.model import Message, decode_body, from_micros, to_micros
+from sessionary.records import Page, Scope, SessionFilter, SessionInfo, decode_cursor, encode_cursor
 from sessionary.stores._common import gc_paused
 
 __all__ = [
@@ -16,9 +16,11 @@ __all__ = [
     "SESSION_COLUMNS",
     "decode_rows",
     "first",
+    "list_sql",
     "message_from_row",
     "now_us",
     "session_from_row",
+    "session_page",
     "stored_copy",
 ]
 
@@ -79,3 +81,39 @@ def session_from_row(row: Sequence[Any]) -> SessionInfo:
         message_count=row[15],
         version=row[16],
     )
+
+
+def list_sql(
+    scope: Scope, where: SessionFilter, limit: int, cursor: str | None, mark: str = "%s"
+) -> tuple[str, list[Any]]:
+    """The statement listing sessions, most recently active first, one row past `limit`.
+
+    `mark` is the driver's placeholder (`%s`, or `?` for sqlite3).
+    """
+    clauses = [f"tenant = {mark}", f"user_id = {mark}"]
+    params: list[Any] = [scope.tenant, scope.user]
+    for column in ("name", "model", "source", "parent_session_id"):
+        value = getattr(where, column)
+        if value is not None:
+            clauses.append(f"{column} = {mark}")
+            params.append(value)
+    if where.ended is not None:
+        clauses.append("end_reason IS NOT NULL" if where.ended else "end_reason IS NULL")
+    if cursor is not None:
+        after_us, after_id = decode_cursor(cursor, int, str)
+        clauses.append(f"(updated_us, id) < ({mark}, {mark})")
+        params.extend([after_us, after_id])
+    sql = (
+        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(clauses)} "
+        f"ORDER BY updated_us DESC, id DESC LIMIT {mark}"
+    )
+    return sql, [*params, limit + 1]
+
+
+def session_page(rows: Sequence[Sequence[Any]], limit: int) -> Page[SessionInfo]:
+    """A page of sessions from `list_sql`'s rows (one past `limit` means there are more)."""
+    items = [session_from_row(r) for r in rows[:limit]]
+    last = items[-1] if items and len(rows) > limit else None
+    if last is None or last.updated_at is None:
+        return Page(items, None)
+    return Page(items, encode_cursor(to_micros(last.updated_at), last.id))

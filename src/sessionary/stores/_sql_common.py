@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from sessionary.errors import InvalidInput
 from sessionary.model import Message, to_micros
 from sessionary.query import Query, words
-from sessionary.records import Scope, SearchHit, SessionFilter, SessionInfo, decode_cursor
+from sessionary.records import Scope, SearchHit, SessionInfo, decode_cursor
 from sessionary.stores._common import Prepared
 from sessionary.stores._rows import SESSION_COLUMNS, message_from_row, now_us, stored_copy
 
@@ -53,7 +53,6 @@ __all__ = [
     "import_rows",
     "insert_statements",
     "session_row",
-    "list_sql",
     "plan_chain",
     "redact",
     "search_text",
@@ -212,30 +211,6 @@ def plan_chain(
         out.append(stored_copy(msg, parent_id))
         parent_id = msg.id
     return out, rows, (parent_id, depth)
-
-
-def list_sql(
-    scope: Scope, where: SessionFilter, limit: int, cursor: str | None
-) -> tuple[str, list[Any]]:
-    """The statement listing sessions, most recently active first, one row past `limit`."""
-    clauses = ["tenant = %s", "user_id = %s"]
-    params: list[Any] = [scope.tenant, scope.user]
-    for column in ("name", "model", "source", "parent_session_id"):
-        value = getattr(where, column)
-        if value is not None:
-            clauses.append(f"{column} = %s")
-            params.append(value)
-    if where.ended is not None:
-        clauses.append("end_reason IS NOT NULL" if where.ended else "end_reason IS NULL")
-    if cursor is not None:
-        after_us, after_id = decode_cursor(cursor, int, str)
-        clauses.append("(updated_us, id) < (%s, %s)")
-        params.extend([after_us, after_id])
-    sql = (
-        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(clauses)} "
-        "ORDER BY updated_us DESC, id DESC LIMIT %s"
-    )
-    return sql, [*params, limit + 1]
 
 
 def decode_cursor_pair(cursor: str | None) -> tuple[int, int]:

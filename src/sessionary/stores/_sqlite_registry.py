@@ -18,8 +18,6 @@ from sessionary.records import (
     State,
     StateLevel,
     check_patch,
-    decode_cursor,
-    encode_cursor,
     merge_patch,
 )
 from sessionary.stores._common import (
@@ -33,7 +31,13 @@ from sessionary.stores._common import (
     scopes_from_rows,
     state_owner,
 )
-from sessionary.stores._rows import SESSION_COLUMNS, now_us, session_from_row
+from sessionary.stores._rows import (
+    SESSION_COLUMNS,
+    list_sql,
+    now_us,
+    session_from_row,
+    session_page,
+)
 from sessionary.stores._sqlite_base import SQLiteBase
 from sessionary.stores._sqlite_index import lower_watermark, unindex_where
 
@@ -99,30 +103,10 @@ class SQLiteRegistry(SQLiteBase):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
-        clauses = ["tenant = ?", "user_id = ?"]
-        params: list[Any] = [scope.tenant, scope.user]
-        for column in ("name", "model", "source", "parent_session_id"):
-            value = getattr(where, column)
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        if where.ended is not None:
-            clauses.append("end_reason IS NOT NULL" if where.ended else "end_reason IS NULL")
-        if cursor is not None:
-            after_us, after_id = decode_cursor(cursor, int, str)
-            clauses.append("(updated_us, id) < (?, ?)")
-            params.extend([after_us, after_id])
-        sql = (
-            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(clauses)} "
-            "ORDER BY updated_us DESC, id DESC LIMIT ?"
-        )
+        sql, params = list_sql(scope, where, limit, cursor, "?")
         with self._read() as db:
-            rows = db.execute(sql, (*params, limit + 1)).fetchall()
-        items = [session_from_row(r) for r in rows[:limit]]
-        last = items[-1] if items else None
-        more = len(rows) > limit and last is not None and last.updated_at is not None
-        next_cursor = encode_cursor(to_micros(last.updated_at), last.id) if more else None  # type: ignore[union-attr,arg-type]
-        return Page(items, next_cursor)
+            rows = db.execute(sql, params).fetchall()
+        return session_page(rows, limit)
 
     def update_session(self, scope: Scope, session_id: str, update: SessionUpdate) -> SessionInfo:
         check_label(update.name, "name")

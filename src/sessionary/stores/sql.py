@@ -67,7 +67,15 @@ from sessionary.stores._common import (
     scopes_from_rows,
     state_owner,
 )
-from sessionary.stores._rows import FOREVER, decode_rows, message_from_row, now_us, session_from_row
+from sessionary.stores._rows import (
+    FOREVER,
+    decode_rows,
+    list_sql,
+    message_from_row,
+    now_us,
+    session_from_row,
+    session_page,
+)
 from sessionary.stores._sql_common import (
     CHUNK,
     MESSAGE_COLUMNS,
@@ -75,7 +83,6 @@ from sessionary.stores._sql_common import (
     Dialect,
     decode_cursor_pair,
     import_rows,
-    list_sql,
     plan_chain,
 )
 from sessionary.stores.base import SEARCH
@@ -246,11 +253,7 @@ class AsyncSQLStore:
         sql, params = list_sql(scope, where, limit, cursor)
         async with self._begin() as tx:
             rows = await tx.fetchall(sql, params)
-        items = [session_from_row(r) for r in rows[:limit]]
-        last = items[-1] if items and len(rows) > limit else None
-        if last is None or last.updated_at is None:
-            return Page(items, None)
-        return Page(items, encode_cursor(to_micros(last.updated_at), last.id))
+        return session_page(rows, limit)
 
     async def update_session(
         self, scope: Scope, session_id: str, update: SessionUpdate

@@ -15,7 +15,7 @@ from typing import Any
 from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge, VersionConflict
 from sessionary.ids import check_id
 from sessionary.model import Message, check_message, encode_body, message_text, to_micros
-from sessionary.records import Scope, SessionInfo, State, StateLevel, check_object
+from sessionary.records import Scope, SessionInfo, State, StateLevel, check_object, merge_patch
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -29,6 +29,7 @@ __all__ = [
     "check_restore",
     "encode_json",
     "gc_paused",
+    "next_state",
     "prepare_messages",
     "scopes_from_rows",
     "state_owner",
@@ -227,6 +228,28 @@ def state_owner(level: StateLevel, session_id: str | None) -> str:
     if level in ("user", "app"):
         return ""
     raise InvalidInput(f"state level must be 'session', 'user' or 'app', not {level!r}")
+
+
+def next_state(
+    current: State,
+    patch: dict[str, Any],
+    expected_version: int | None,
+    what: str,
+    max_bytes: int,
+) -> tuple[State, str]:
+    """Apply a merge patch to a state document: the new document and its JSON encoding.
+
+    Every backend updates state by this one rule: the version must still be the expected
+    one, the patch merges in (RFC 7396), the result must encode, the version goes up by 1.
+
+    Raises:
+        VersionConflict: If `expected_version` is given and is not `current.version`.
+        InvalidInput: If the merged document cannot be encoded, or is too large.
+    """
+    if expected_version is not None and expected_version != current.version:
+        raise VersionConflict(f"{what} is at version {current.version}, not {expected_version}")
+    data = merge_patch(current.data, patch)
+    return State(data, current.version + 1), encode_json(data, what, max_bytes)
 
 
 def empty_state() -> State:

@@ -7,7 +7,7 @@ import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
-from sessionary.errors import AlreadyExists, SessionNotFound, VersionConflict
+from sessionary.errors import AlreadyExists, SessionNotFound
 from sessionary.model import to_micros
 from sessionary.records import (
     Page,
@@ -18,7 +18,6 @@ from sessionary.records import (
     State,
     StateLevel,
     check_patch,
-    merge_patch,
 )
 from sessionary.stores._common import (
     check_label,
@@ -28,6 +27,7 @@ from sessionary.stores._common import (
     check_totals,
     empty_state,
     encode_json,
+    next_state,
     scopes_from_rows,
     state_owner,
 )
@@ -224,16 +224,13 @@ class SQLiteRegistry(SQLiteBase):
                 key,
             ).fetchone()
             current = empty_state() if row is None else State(json.loads(row[0]), row[1])
-            if expected_version is not None and expected_version != current.version:
-                raise VersionConflict(
-                    f"{level} state is at version {current.version}, not {expected_version}"
-                )
-            data = merge_patch(current.data, patch)
-            text = encode_json(data, f"{level} state", self.max_message_bytes)
+            state, text = next_state(
+                current, patch, expected_version, f"{level} state", self.max_message_bytes
+            )
             db.execute(
                 "INSERT INTO states (level, tenant, user_id, owner, data, version) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (level, tenant, user_id, owner) "
                 "DO UPDATE SET data = excluded.data, version = excluded.version",
-                (*key, text, current.version + 1),
+                (*key, text, state.version),
             )
-            return State(data, current.version + 1)
+            return state

@@ -22,7 +22,6 @@ from sessionary.errors import (
     InvalidInput,
     MessageNotFound,
     SessionNotFound,
-    VersionConflict,
 )
 from sessionary.model import Message, decode_body, from_micros, to_micros
 from sessionary.query import Query
@@ -42,7 +41,6 @@ from sessionary.records import (
     check_patch,
     decode_cursor,
     encode_cursor,
-    merge_patch,
 )
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -55,6 +53,7 @@ from sessionary.stores._common import (
     empty_state,
     encode_json,
     gc_paused,
+    next_state,
     prepare_messages,
     scopes_from_rows,
     state_owner,
@@ -431,14 +430,12 @@ class MemoryEngine:
         with self._lock:
             key = self._state_key(scope, level, session_id)
             current = self._states.get(key, empty_state())
-            if expected_version is not None and expected_version != current.version:
-                raise VersionConflict(
-                    f"{level} state is at version {current.version}, not {expected_version}"
-                )
-            data = merge_patch(current.data, copy.deepcopy(patch))
-            encode_json(data, f"{level} state", self.max_message_bytes)
-            self._states[key] = State(data, current.version + 1)
-            return copy.deepcopy(self._states[key])
+            state, _ = next_state(
+                current, copy.deepcopy(patch), expected_version, f"{level} state",
+                self.max_message_bytes,
+            )  # fmt: skip
+            self._states[key] = state
+            return copy.deepcopy(state)
 
     def restore_state(
         self, scope: Scope, level: StateLevel, session_id: str | None, state: State

@@ -32,7 +32,6 @@ from sessionary.errors import (
     MessageNotFound,
     SchemaError,
     SessionNotFound,
-    VersionConflict,
 )
 from sessionary.model import Message, to_micros
 from sessionary.query import Query
@@ -50,7 +49,6 @@ from sessionary.records import (
     StateLevel,
     check_patch,
     encode_cursor,
-    merge_patch,
 )
 from sessionary.stores import _sql_common as shared
 from sessionary.stores._common import (
@@ -63,6 +61,7 @@ from sessionary.stores._common import (
     check_totals,
     empty_state,
     encode_json,
+    next_state,
     prepare_messages,
     scopes_from_rows,
     state_owner,
@@ -577,18 +576,15 @@ class AsyncSQLStore:
                 f"SELECT data, version FROM states WHERE {shared.STATE_KEY} FOR UPDATE", key
             )
             assert row is not None
-            version = int(row[1])
-            if expected_version is not None and expected_version != version:
-                raise VersionConflict(
-                    f"{level} state is at version {version}, not {expected_version}"
-                )
-            data = merge_patch(json.loads(row[0]), patch)
-            text = encode_json(data, f"{level} state", self.max_message_bytes)
+            current = State(json.loads(row[0]), int(row[1]))
+            state, text = next_state(
+                current, patch, expected_version, f"{level} state", self.max_message_bytes
+            )
             await tx.execute(
                 f"UPDATE states SET data = %s, version = %s WHERE {shared.STATE_KEY}",
-                (text, version + 1, *key),
+                (text, state.version, *key),
             )
-        return State(data, version + 1)
+        return state
 
     async def restore_state(
         self, scope: Scope, level: StateLevel, session_id: str | None, state: State

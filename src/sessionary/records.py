@@ -16,6 +16,8 @@ from sessionary.ids import check_id
 __all__ = [
     "ANY",
     "HEAD",
+    "Document",
+    "DocumentHit",
     "Expected",
     "Head",
     "Page",
@@ -147,6 +149,38 @@ class State:
 
     data: dict[str, Any]
     version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One version of a keyed JSON document owned by a session, a user or an app.
+
+    Documents are the storage under blocks, compaction overlays, the frozen system prompt
+    and agent state. `namespace` groups them (e.g. ``block``, ``compaction``), `key` names
+    one within its namespace, `body` is a JSON object and `text` is what full-text search
+    indexes ("" for nothing). Every write makes a new `version` (1, 2, ...); the older
+    versions stay readable until the document is deleted. `author` says who or what wrote
+    this version (e.g. ``model``, ``user``, ``system``, a tool name).
+    """
+
+    namespace: str
+    key: str
+    body: dict[str, Any]
+    version: int
+    author: str
+    updated_at: datetime
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentHit:
+    """One document (its latest version) matching a search; higher rank is better."""
+
+    namespace: str
+    key: str
+    snippet: str
+    rank: float
+    version: int
 
 
 def encode_cursor(*values: Any) -> str:

@@ -16,6 +16,8 @@ from typing import Any, Protocol
 from sessionary.model import Message
 from sessionary.query import Query
 from sessionary.records import (
+    Document,
+    DocumentHit,
     Expected,
     Page,
     Parent,
@@ -28,10 +30,16 @@ from sessionary.records import (
     StateLevel,
 )
 
-__all__ = ["SEARCH", "Store"]
+__all__ = ["DOCUMENTS", "DOCUMENT_SEARCH", "SEARCH", "Store"]
 
 SEARCH = "search"
 """Capability: full-text search over messages."""
+
+DOCUMENTS = "documents"
+"""Capability: keyed, versioned documents (`put_document` and the methods beside it)."""
+
+DOCUMENT_SEARCH = "document_search"
+"""Capability: full-text search over documents (`search_documents`)."""
 
 
 class Store(Protocol):
@@ -150,6 +158,102 @@ class Store(Protocol):
 
         A missing document (version 0) is written; one already equal to `state` is left
         as it is; any other raises `VersionConflict`, so a copy never overwrites.
+        """
+        ...
+
+    def put_document(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        namespace: str,
+        key: str,
+        body: dict[str, Any],
+        text: str,
+        author: str,
+        expected_version: int | None,
+    ) -> Document:
+        """Write a new version of a document and return it.
+
+        The owner is `level` with `session_id` (only for ``session``, which must exist),
+        as for state. `expected_version` None writes unconditionally; 0 requires that the
+        document does not exist; N requires that its latest version is N. A mismatch
+        raises `VersionConflict` and writes nothing.
+        """
+        ...
+
+    def get_document(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        namespace: str,
+        key: str,
+        version: int | None,
+    ) -> Document | None:
+        """Return a document's latest version (or the given one), or None."""
+        ...
+
+    def list_documents(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        namespace: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> Page[Document]:
+        """Return latest versions ordered by (namespace, key); namespace None lists all."""
+        ...
+
+    def document_versions(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        namespace: str,
+        key: str,
+    ) -> list[Document]:
+        """Return every stored version of a document, oldest first ([] if none)."""
+        ...
+
+    def delete_document(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        namespace: str,
+        key: str,
+    ) -> bool:
+        """Delete a document with all its versions; return whether it existed."""
+        ...
+
+    def search_documents(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        namespace: str | None,
+        query: Query,
+        limit: int,
+    ) -> list[DocumentHit]:
+        """Return the best matches for `query` among latest versions, best first.
+
+        Needs the `document_search` capability; raises `Unsupported` without it.
+        """
+        ...
+
+    def restore_document(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        versions: Sequence[Document],
+    ) -> None:
+        """Write a document's versions exactly as given (all one key), for copying stores.
+
+        Versions already stored and equal are skipped, so a re-run is safe; a stored
+        version that differs raises `VersionConflict`.
         """
         ...
 

@@ -9,7 +9,8 @@ import pytest
 import sessionary
 
 EXPECTED = {
-    "ANY", "HEAD", "AlreadyExists", "AsyncSession", "AsyncSessionManager", "AsyncStore",
+    "ANY", "HEAD", "AgentState", "AgentStateKeeper", "AsyncAgentStateKeeper",
+    "AlreadyExists", "AsyncSession", "AsyncSessionManager", "AsyncStore",
     "BackendNotInstalled", "Conflict", "DataPart", "FilePart", "HeadConflict", "InvalidId",
     "InvalidInput", "InvalidMessage", "InvalidPatch", "InvalidQuery", "InvalidURL", "Message",
     "MessageNotFound", "NotFound", "Page", "Part", "PayloadTooLarge", "ReasoningPart",
@@ -39,6 +40,7 @@ def _public_methods(cls: type) -> dict[str, inspect.Signature]:
     [
         (sessionary.AsyncSession, sessionary.Session),
         (sessionary.AsyncSessionManager, sessionary.SessionManager),
+        (sessionary.AsyncAgentStateKeeper, sessionary.AgentStateKeeper),
     ],
 )
 def test_async_and_sync_twins_have_the_same_methods(async_cls: type, sync_cls: type) -> None:

@@ -13,10 +13,12 @@ Quick start::
 have the same methods, awaited.
 """
 
+from sessionary._sync.keeper import AgentStateKeeper
 from sessionary._sync.manager import SessionManager
 from sessionary._sync.session import Session
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.registry import open_store
+from sessionary.agent_state import AgentState
 from sessionary.errors import (
     AlreadyExists,
     BackendNotInstalled,
@@ -40,6 +42,7 @@ from sessionary.errors import (
     VersionConflict,
 )
 from sessionary.ids import new_id
+from sessionary.keeper import AsyncAgentStateKeeper
 from sessionary.manager import AsyncSessionManager
 from sessionary.model import (
     DataPart,
@@ -69,7 +72,10 @@ __version__ = "0.1.0"
 __all__ = [
     "ANY",
     "HEAD",
+    "AgentState",
+    "AgentStateKeeper",
     "AlreadyExists",
+    "AsyncAgentStateKeeper",
     "AsyncSession",
     "AsyncSessionManager",
     "AsyncStore",

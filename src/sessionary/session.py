@@ -11,6 +11,7 @@ from typing import Any
 
 from sessionary.errors import InvalidInput, InvalidMessage, SessionNotFound
 from sessionary.ids import check_id
+from sessionary.keeper import AsyncAgentStateKeeper
 from sessionary.model import ROLES, Message, parse_message
 from sessionary.query import parse_query
 from sessionary.records import (
@@ -307,3 +308,16 @@ class AsyncSession:
         return await self._store.update_state(
             self._scope, level, self._id, check_patch(patch), expected_version
         )
+
+    # ------------------------------------------------------------------ agent state
+
+    def agent_state(self, name: str = "agent") -> AsyncAgentStateKeeper:
+        """Return the keeper of an agent's runtime state in this session.
+
+        Args:
+            name: Which agent, when several share the session.
+
+        Raises:
+            InvalidId: If `name` is malformed.
+        """
+        return AsyncAgentStateKeeper(self._store, self._scope, self._id, name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sessionary._sync.keeper import AgentStateKeeper
 from sessionary._sync.stores.base import Store
 from sessionary.errors import InvalidInput, InvalidMessage, SessionNotFound
 from sessionary.ids import check_id
@@ -301,3 +302,16 @@ class Session:
         return self._store.update_state(
             self._scope, level, self._id, check_patch(patch), expected_version
         )
+
+    # ------------------------------------------------------------------ agent state
+
+    def agent_state(self, name: str = "agent") -> AgentStateKeeper:
+        """Return the keeper of an agent's runtime state in this session.
+
+        Args:
+            name: Which agent, when several share the session.
+
+        Raises:
+            InvalidId: If `name` is malformed.
+        """
+        return AgentStateKeeper(self._store, self._scope, self._id, name)

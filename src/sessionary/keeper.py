@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
+from copy import deepcopy
 
 from sessionary.agent_state import NAMESPACE, AgentState
 from sessionary.ids import check_id
@@ -54,7 +54,7 @@ class AsyncAgentStateKeeper:
             state = AgentState()
         else:
             state = AgentState.from_dict(document.body, version=document.version)
-        self._saved = replace(state)
+        self._saved = deepcopy(state)
         return state
 
     async def save(self, state: AgentState) -> AgentState:
@@ -82,7 +82,7 @@ class AsyncAgentStateKeeper:
             state.version,
         )
         state.version = document.version
-        self._saved = replace(state)
+        self._saved = deepcopy(state)
         return state
 
     async def history(self) -> list[AgentState]:

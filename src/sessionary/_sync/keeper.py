@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
+from copy import deepcopy
 
 from sessionary._sync.stores.base import Store
 from sessionary.agent_state import NAMESPACE, AgentState
@@ -56,7 +56,7 @@ class AgentStateKeeper:
             state = AgentState()
         else:
             state = AgentState.from_dict(document.body, version=document.version)
-        self._saved = replace(state)
+        self._saved = deepcopy(state)
         return state
 
     def save(self, state: AgentState) -> AgentState:
@@ -84,7 +84,7 @@ class AgentStateKeeper:
             state.version,
         )
         state.version = document.version
-        self._saved = replace(state)
+        self._saved = deepcopy(state)
         return state
 
     def history(self) -> list[AgentState]:

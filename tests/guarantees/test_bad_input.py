@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import sessionary
+from sessionary.stores.base import SEARCH
 from sessionary import (
     InvalidId,
     InvalidInput,
@@ -309,6 +310,7 @@ def test_bad_limits(manager: SessionManager, seeded: sessionary.Session, limit: 
     _assert_refused(manager, seeded, lambda m, s: m.list(limit=limit), InvalidInput)
 
 
+@pytest.mark.requires(SEARCH)
 def test_search_still_answers_good_queries(
     manager: SessionManager, seeded: sessionary.Session
 ) -> None:

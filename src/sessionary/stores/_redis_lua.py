@@ -489,6 +489,100 @@ end
 return 1
 """
 
+
+# Documents. KEYS: 1 index (sorted set, lex: "namespace\nkey"), 2 heads (hash: member ->
+# "1,2,3", the stored version numbers), 3 versions (hash: "member\nN" -> the version's
+# JSON without its number), 4 the owning session's meta (or the index again), 5 the
+# scopes set, then the keys a TTL expires.
+_DOC_LIB = r"""
+local INDEX, HEADS, VERSIONS = KEYS[1], KEYS[2], KEYS[3]
+local function guard_missing(flag) return flag == '1' and redis.call('EXISTS', KEYS[4]) == 0 end
+local function latest(list)
+  if not list then return 0 end
+  return tonumber(string.match(list, '(%d+)$'))
+end
+local function owned(member, ttl)
+  redis.call('ZADD', INDEX, 0, member)
+  if ttl ~= '0' then for i = 6, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end end
+end
+"""
+
+_PUT_DOCUMENT = r"""
+-- ARGV: member, expected ('' any), guard, scope member ('' none), ttl, version JSON.
+if guard_missing(ARGV[3]) then return {-1, 0} end
+local list = redis.call('HGET', HEADS, ARGV[1])
+local current = latest(list)
+if ARGV[2] ~= '' and tonumber(ARGV[2]) ~= current then return {0, current} end
+local version = string.format('%d', current + 1)
+redis.call('HSET', HEADS, ARGV[1], list and (list .. ',' .. version) or version)
+redis.call('HSET', VERSIONS, ARGV[1] .. '\n' .. version, ARGV[6])
+if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
+owned(ARGV[1], ARGV[5])
+return {1, current + 1}
+"""
+
+_RESTORE_DOCUMENT = r"""
+-- ARGV: member, the version list read ('' none), guard, scope member, ttl, then
+-- (version, JSON) per version to add.
+if guard_missing(ARGV[3]) then return -1 end
+local list = redis.call('HGET', HEADS, ARGV[1]) or ''
+if list ~= ARGV[2] then return 0 end
+local numbers = {}
+for v in string.gmatch(list, '%d+') do numbers[#numbers + 1] = tonumber(v) end
+for a = 6, #ARGV, 2 do
+  numbers[#numbers + 1] = tonumber(ARGV[a])
+  redis.call('HSET', VERSIONS, ARGV[1] .. '\n' .. ARGV[a], ARGV[a + 1])
+end
+table.sort(numbers)
+for i, v in ipairs(numbers) do numbers[i] = string.format('%d', v) end
+redis.call('HSET', HEADS, ARGV[1], table.concat(numbers, ','))
+if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
+owned(ARGV[1], ARGV[5])
+return 1
+"""
+
+_DELETE_DOCUMENT = r"""
+-- ARGV: member, guard.
+if guard_missing(ARGV[2]) then return -1 end
+local list = redis.call('HGET', HEADS, ARGV[1])
+if not list then return 0 end
+for v in string.gmatch(list, '%d+') do redis.call('HDEL', VERSIONS, ARGV[1] .. '\n' .. v) end
+redis.call('HDEL', HEADS, ARGV[1])
+redis.call('ZREM', INDEX, ARGV[1])
+return 1
+"""
+
+_READ_DOCUMENTS = r"""
+-- ARGV: guard, then either 'one' member version ('' latest) | 'all' member |
+-- 'list' low high limit. Returns 'ok' then (member, version, JSON) triples.
+if guard_missing(ARGV[1]) then return {'nosession'} end
+local out = {'ok'}
+local function add(member, version)
+  local value = redis.call('HGET', VERSIONS, member .. '\n' .. version)
+  if value then
+    out[#out + 1] = member
+    out[#out + 1] = version
+    out[#out + 1] = value
+  end
+end
+if ARGV[2] == 'one' then
+  local list = redis.call('HGET', HEADS, ARGV[3])
+  if list then
+    add(ARGV[3], ARGV[4] ~= '' and ARGV[4] or string.format('%d', latest(list)))
+  end
+elseif ARGV[2] == 'all' then
+  local list = redis.call('HGET', HEADS, ARGV[3])
+  if list then for v in string.gmatch(list, '%d+') do add(ARGV[3], v) end end
+else
+  local members = redis.call('ZRANGEBYLEX', INDEX, ARGV[3], ARGV[4], 'LIMIT', 0,
+    tonumber(ARGV[5]))
+  for _, member in ipairs(members) do
+    add(member, string.format('%d', latest(redis.call('HGET', HEADS, member))))
+  end
+end
+return out
+"""
+
 SCRIPTS: dict[str, str] = {
     "create": _LIB + _CREATE,
     "update_row": _LIB + _UPDATE_ROW,
@@ -504,5 +598,9 @@ SCRIPTS: dict[str, str] = {
     "clear": _LIB + _CLEAR,
     "import": _LIB + _IMPORT,
     "swap": _SWAP,
+    "put_document": _DOC_LIB + _PUT_DOCUMENT,
+    "restore_document": _DOC_LIB + _RESTORE_DOCUMENT,
+    "delete_document": _DOC_LIB + _DELETE_DOCUMENT,
+    "read_documents": _DOC_LIB + _READ_DOCUMENTS,
 }
 """Every script by name; the session scripts share the helpers in `_LIB`."""

@@ -71,6 +71,7 @@ from sessionary.stores._common import (
     state_owner,
 )
 from sessionary.stores._redis_conn import AsyncRedisConnection, mapped_errors
+from sessionary.stores._redis_documents import AsyncRedisDocuments
 from sessionary.stores._redis_layout import (
     META_FIELDS,
     ScopeKeys,
@@ -87,6 +88,7 @@ from sessionary.stores._redis_rows import (
     stored_messages,
 )
 from sessionary.stores._rows import now_us
+from sessionary.stores.base import DOCUMENTS
 
 __all__ = ["AsyncRedisStore"]
 
@@ -97,7 +99,7 @@ NO_SEARCH = (
 _LIST_BATCH = 200
 
 
-class AsyncRedisStore:
+class AsyncRedisStore(AsyncRedisDocuments):
     """A store on a Redis server (`redis://host:port/db`).
 
     Args:
@@ -116,7 +118,7 @@ class AsyncRedisStore:
         BackendNotInstalled: If redis-py is not installed.
     """
 
-    capabilities: frozenset[str] = frozenset()
+    capabilities: frozenset[str] = frozenset({DOCUMENTS})
 
     def __init__(
         self,
@@ -490,7 +492,10 @@ class AsyncRedisStore:
                 for tenant, user in pairs:
                     keys = self._keys(Scope(tenant, user))
                     pipe.zcard(keys.registry)
-                    pipe.exists(keys.user + "state", keys.tenant + "app:state")
+                    owned = [keys.user + "state", keys.user + "docs"]
+                    if user == "default":  # app-level data lists its tenant's default user
+                        owned += [keys.tenant + "app:state", keys.tenant + "app:docs"]
+                    pipe.exists(*owned)
                 counts = await pipe.execute()
         owned = [
             pair

@@ -29,6 +29,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from sessionary._sync.stores._redis_documents import RedisDocuments
+from sessionary._sync.stores.base import DOCUMENTS
 from sessionary.errors import (
     AlreadyExists,
     HeadConflict,
@@ -99,7 +101,7 @@ NO_SEARCH = (
 _LIST_BATCH = 200
 
 
-class RedisStore:
+class RedisStore(RedisDocuments):
     """A store on a Redis server (`redis://host:port/db`).
 
     Args:
@@ -118,7 +120,7 @@ class RedisStore:
         BackendNotInstalled: If redis-py is not installed.
     """
 
-    capabilities: frozenset[str] = frozenset()
+    capabilities: frozenset[str] = frozenset({DOCUMENTS})
 
     def __init__(
         self,
@@ -484,7 +486,10 @@ class RedisStore:
                 for tenant, user in pairs:
                     keys = self._keys(Scope(tenant, user))
                     pipe.zcard(keys.registry)
-                    pipe.exists(keys.user + "state", keys.tenant + "app:state")
+                    owned = [keys.user + "state", keys.user + "docs"]
+                    if user == "default":  # app-level data lists its tenant's default user
+                        owned += [keys.tenant + "app:state", keys.tenant + "app:docs"]
+                    pipe.exists(*owned)
                 counts = pipe.execute()
         owned = [
             pair for index, pair in enumerate(pairs) if counts[2 * index] or counts[2 * index + 1]

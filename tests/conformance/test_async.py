@@ -8,7 +8,6 @@ import inspect
 import pytest
 
 import sessionary
-from sessionary.stores.base import SEARCH
 from sessionary import (
     AlreadyExists,
     AsyncSession,
@@ -23,6 +22,7 @@ from sessionary import (
     Unsupported,
     VersionConflict,
 )
+from sessionary.stores.base import SEARCH
 
 
 def test_every_public_async_method_is_a_coroutine_and_has_a_sync_twin() -> None:

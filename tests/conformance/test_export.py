@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 import sessionary
-from sessionary.stores.base import SEARCH
 from sessionary import (
     AlreadyExists,
     DataPart,
@@ -21,6 +20,7 @@ from sessionary import (
     TextPart,
     ToolCallPart,
 )
+from sessionary.stores.base import SEARCH
 
 OpenScope = Callable[..., sessionary.SessionManager]
 T0 = datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=UTC)

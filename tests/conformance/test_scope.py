@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import sessionary
-from sessionary.stores.base import SEARCH
 from sessionary import InvalidId, Message, MessageNotFound, SessionNotFound, State
+from sessionary.stores.base import SEARCH
 
 OpenScope = Callable[..., sessionary.SessionManager]
 

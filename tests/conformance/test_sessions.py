@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 import sessionary
-from sessionary.stores.base import SEARCH
 from sessionary import (
     AlreadyExists,
     InvalidInput,
@@ -20,6 +19,7 @@ from sessionary import (
     SessionNotFound,
     ToolCallPart,
 )
+from sessionary.stores.base import SEARCH
 
 Snapshot = Callable[[str], list[dict[str, Any]]]
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 import sessionary
-from sessionary.stores.base import SEARCH
 from sessionary import (
     HEAD,
     HeadConflict,
@@ -20,6 +19,7 @@ from sessionary import (
     TextPart,
     ToolCallPart,
 )
+from sessionary.stores.base import SEARCH
 
 Snapshot = Callable[[str], list[dict[str, Any]]]
 OpenScope = Callable[..., sessionary.SessionManager]

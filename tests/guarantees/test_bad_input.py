@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 import sessionary
-from sessionary.stores.base import SEARCH
 from sessionary import (
     InvalidId,
     InvalidInput,
@@ -28,6 +27,7 @@ from sessionary import (
     SessionManager,
     ToolCallPart,
 )
+from sessionary.stores.base import SEARCH
 
 SEED = "seed"
 BIG = 20 * 1000 * 1000  # 20 MB, over the default 16 MiB limit

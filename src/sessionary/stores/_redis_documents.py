@@ -1,7 +1,7 @@
-"""Documents on the Redis store: keyed, versioned JSON at session, user and app level.
+r"""Documents on the Redis store: keyed, versioned JSON at session, user and app level.
 
 Per owner (a session, a user or an app; see `ScopeKeys.owner`) three keys: an index (a
-sorted set whose members, `namespace\\nkey`, list in (namespace, key) order), the version
+sorted set whose members, `namespace<newline>key`, list in (namespace, key) order), the version
 numbers of each document, and every version's JSON. Each write is one Lua script
 (`_redis_lua`): a stale `expected_version` is refused inside it, so two writers can never
 both make the same version. A session's documents are keys of the session: deleting it,

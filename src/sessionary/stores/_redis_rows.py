@@ -22,9 +22,7 @@ from sessionary.stores._rows import stored_copy
 __all__ = ["ImportPlan", "import_plan", "matches", "settings_problem", "state_text"]
 
 
-def settings_problem(
-    snapshot_frequency: object, max_messages: object, ttl: object
-) -> str | None:
+def settings_problem(snapshot_frequency: object, max_messages: object, ttl: object) -> str | None:
     """Why the store settings are unusable, or None if they are fine."""
     if isinstance(snapshot_frequency, bool) or not isinstance(snapshot_frequency, int):
         return f"snapshot_frequency must be a whole number, got {snapshot_frequency!r}"
@@ -91,9 +89,7 @@ class ImportPlan:
         return [*counts, *self.chunks, *self.loose, *self.kids, *self.ids]
 
 
-def import_plan(
-    prepared: Sequence[Prepared], head_id: str | None, frequency: int
-) -> ImportPlan:
+def import_plan(prepared: Sequence[Prepared], head_id: str | None, frequency: int) -> ImportPlan:
     """Lay out a whole session: sequence numbers in order, full chunks, the rest loose.
 
     Raises:
@@ -123,7 +119,10 @@ def import_plan(
         raise InvalidInput(f"head {head_id!r} is not among the imported messages")
     rolled = len(entries) - len(entries) % frequency if frequency else 0
     for start in range(0, rolled, frequency or 1):
-        plan.chunks += [str(start), json.dumps(entries[start : start + frequency], ensure_ascii=False)]
+        plan.chunks += [
+            str(start),
+            json.dumps(entries[start : start + frequency], ensure_ascii=False),
+        ]
     for seq in range(rolled, len(entries)):
         plan.loose += [f"{seq:012d}", entries[seq]]
     for parent_seq, kids in children.items():

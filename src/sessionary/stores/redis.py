@@ -25,7 +25,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from sessionary.errors import (
     AlreadyExists,
@@ -202,7 +202,7 @@ class AsyncRedisStore(AsyncRedisDocuments):
         offset = 0
         while len(found) <= limit:
             with mapped_errors():
-                batch = await self._client.zrevrangebyscore(
+                batch: list[tuple[str, int]] = await self._client.zrevrangebyscore(  # type: ignore[assignment]
                     keys.registry, top, "-inf", offset, _LIST_BATCH, withscores=True,
                     score_cast_func=int,
                 )  # fmt: skip
@@ -214,9 +214,7 @@ class AsyncRedisStore(AsyncRedisDocuments):
         page = found[:limit]
         more = len(found) > limit
         last = page[-1] if page else None
-        next_cursor = (
-            encode_cursor(_micros(last.updated_at), last.id) if more and last else None
-        )
+        next_cursor = encode_cursor(_micros(last.updated_at), last.id) if more and last else None
         return Page(page, next_cursor)
 
     async def _rows(self, keys: ScopeKeys, ids: list[str]) -> list[SessionInfo]:
@@ -249,7 +247,7 @@ class AsyncRedisStore(AsyncRedisDocuments):
         backoff = AsyncBackoff(f"update session {session_id!r}")
         while True:
             with mapped_errors():
-                old_row = await self._client.hget(keys.meta, "row")
+                old_row = cast(str | None, await self._client.hget(keys.meta, "row"))
             if old_row is None:
                 raise SessionNotFound(f"no session {session_id!r} in this scope")
             new_row = _updated_row(old_row, update)
@@ -483,8 +481,8 @@ class AsyncRedisStore(AsyncRedisDocuments):
 
     async def list_scopes(self) -> list[Scope]:
         with mapped_errors():
-            members = sorted(await self._client.smembers(f"{self.namespace}:scopes"))
-        pairs = [tuple(member.split(" ", 1)) for member in members]
+            members = cast(set[str], await self._client.smembers(f"{self.namespace}:scopes"))
+        pairs = [cast(tuple[str, str], tuple(member.split(" ", 1))) for member in sorted(members)]
         if not pairs:
             return []
         with mapped_errors():
@@ -497,12 +495,9 @@ class AsyncRedisStore(AsyncRedisDocuments):
                         owned += [keys.tenant + "app:state", keys.tenant + "app:docs"]
                     pipe.exists(*owned)
                 counts = await pipe.execute()
-        owned = [
-            pair
-            for index, pair in enumerate(pairs)
-            if counts[2 * index] or counts[2 * index + 1]
-        ]
-        return scopes_from_rows(owned)
+        return scopes_from_rows(
+            [pair for i, pair in enumerate(pairs) if counts[2 * i] or counts[2 * i + 1]]
+        )
 
     async def import_session(
         self,

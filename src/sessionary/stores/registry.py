@@ -14,7 +14,8 @@ SQLite options go in the query string: `durability=full|normal`, `busy_timeout=S
 `connect_timeout=SECONDS`, `max_message_bytes=N`, and for PostgreSQL `schema=NAME` (created
 if missing). Redis options: `namespace=NAME` (the first part of every key, default
 `sessionary`), `snapshot_frequency=N` (default 25; 0 never rolls up), `max_messages=N`,
-`ttl=SECONDS`, `max_message_bytes=N`, `connect_timeout=SECONDS`. `sessionary.stores.urls` parses URLs without opening anything.
+`ttl=SECONDS`, `max_message_bytes=N`, `connect_timeout=SECONDS`. `sessionary.stores.urls`
+parses URLs without opening anything.
 """
 
 from __future__ import annotations

@@ -99,7 +99,10 @@ def parse_store_url(url: str) -> StoreURL:
         return _server_url(url, _SERVERS[scheme], rest)
     if scheme in _REDIS:
         return _redis_url(url, scheme, rest)
-    raise InvalidURL(f"{url!r}: unknown store scheme {scheme!r}; use sqlite:///, memory://, postgresql://, mysql:// or redis://")
+    raise InvalidURL(
+        f"{url!r}: unknown store scheme {scheme!r}; "
+        "use sqlite:///, memory://, postgresql://, mysql:// or redis://"
+    )
 
 
 def _server_url(url: str, scheme: str, rest: str) -> StoreURL:

@@ -27,7 +27,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from sessionary._sync.stores._redis_documents import RedisDocuments
 from sessionary._sync.stores.base import DOCUMENTS
@@ -204,7 +204,7 @@ class RedisStore(RedisDocuments):
         offset = 0
         while len(found) <= limit:
             with mapped_errors():
-                batch = self._client.zrevrangebyscore(
+                batch: list[tuple[str, int]] = self._client.zrevrangebyscore(  # type: ignore[assignment]
                     keys.registry, top, "-inf", offset, _LIST_BATCH, withscores=True,
                     score_cast_func=int,
                 )  # fmt: skip
@@ -247,7 +247,7 @@ class RedisStore(RedisDocuments):
         backoff = Backoff(f"update session {session_id!r}")
         while True:
             with mapped_errors():
-                old_row = self._client.hget(keys.meta, "row")
+                old_row = cast(str | None, self._client.hget(keys.meta, "row"))
             if old_row is None:
                 raise SessionNotFound(f"no session {session_id!r} in this scope")
             new_row = _updated_row(old_row, update)
@@ -477,8 +477,8 @@ class RedisStore(RedisDocuments):
 
     def list_scopes(self) -> list[Scope]:
         with mapped_errors():
-            members = sorted(self._client.smembers(f"{self.namespace}:scopes"))
-        pairs = [tuple(member.split(" ", 1)) for member in members]
+            members = cast(set[str], self._client.smembers(f"{self.namespace}:scopes"))
+        pairs = [cast(tuple[str, str], tuple(member.split(" ", 1))) for member in sorted(members)]
         if not pairs:
             return []
         with mapped_errors():
@@ -491,10 +491,9 @@ class RedisStore(RedisDocuments):
                         owned += [keys.tenant + "app:state", keys.tenant + "app:docs"]
                     pipe.exists(*owned)
                 counts = pipe.execute()
-        owned = [
-            pair for index, pair in enumerate(pairs) if counts[2 * index] or counts[2 * index + 1]
-        ]
-        return scopes_from_rows(owned)
+        return scopes_from_rows(
+            [pair for i, pair in enumerate(pairs) if counts[2 * i] or counts[2 * i + 1]]
+        )
 
     def import_session(
         self,

@@ -24,6 +24,7 @@ POSTGRES_URL = os.environ.get(
     "SESSIONARY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
 )
 MYSQL_URL = os.environ.get("SESSIONARY_TEST_MYSQL", "mysql://root@127.0.0.1:3306/test")
+REDIS_URL = os.environ.get("SESSIONARY_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
 # Every backend, by fixture name; each param carries a marker so `-m sqlite` selects one.
 BACKENDS = [
@@ -31,6 +32,7 @@ BACKENDS = [
     pytest.param("sqlite", marks=pytest.mark.sqlite),
     pytest.param("postgres", marks=pytest.mark.postgres),
     pytest.param("mysql", marks=pytest.mark.mysql),
+    pytest.param("redis", marks=pytest.mark.redis),
 ]
 
 
@@ -39,12 +41,45 @@ SHARED_BACKENDS = [
     pytest.param("sqlite", marks=pytest.mark.sqlite),
     pytest.param("postgres", marks=pytest.mark.postgres),
     pytest.param("mysql", marks=pytest.mark.mysql),
+    pytest.param("redis", marks=pytest.mark.redis),
 ]
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for name in ("memory", "sqlite", "postgres", "mysql", "redis"):
         config.addinivalue_line("markers", f"{name}: runs against the {name} backend")
+    config.addinivalue_line(
+        "markers", "requires(*capabilities): skipped on stores without these capabilities"
+    )
+
+
+@pytest.fixture
+def capabilities(request: pytest.FixtureRequest) -> frozenset[str]:
+    """The capabilities of the store the test runs on (`store_url` or `shared_store_url`)."""
+    name = "store_url" if "store_url" in request.fixturenames else "shared_store_url"
+    store = sessionary.open_store(request.getfixturevalue(name))
+    try:
+        return frozenset(store.capabilities)
+    finally:
+        store.close()
+
+
+@pytest.fixture(autouse=True)
+def _required_capabilities(request: pytest.FixtureRequest) -> None:
+    """Skip a test marked `requires(...)` on a store without those capabilities.
+
+    A store without a capability raises `Unsupported`; the tests that say so are not
+    marked, so that error is asserted on exactly the stores that skip here.
+    """
+    mark = request.node.get_closest_marker("requires")
+    if mark is None:
+        return
+    if not {"store_url", "shared_store_url"} & set(request.fixturenames):
+        return
+    have: frozenset[str] = request.getfixturevalue("capabilities")
+    missing = sorted(set(mark.args) - have)
+    if missing:
+        pytest.skip(f"the store lacks the {', '.join(missing)} capability")
 
 
 def backend_unavailable(reason: str) -> None:
@@ -134,6 +169,46 @@ def mysql_url() -> Iterator[str]:
             cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
     finally:
         conn.close()
+
+
+@functools.cache
+def _redis_problem() -> str | None:
+    """Why the test Redis server cannot be used, or None if it can."""
+    try:
+        import redis
+    except ImportError as exc:
+        return f"redis-py is not installed: {exc}"
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=5)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        return f"Redis at {REDIS_URL} is unreachable: {exc}"
+    finally:
+        client.close()
+    return None
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A URL for a key namespace of its own on the test Redis server, deleted after.
+
+    Only the keys under that namespace are removed (never FLUSHDB/FLUSHALL): the server
+    is shared with other test runs.
+    """
+    problem = _redis_problem()
+    if problem is not None:
+        backend_unavailable(problem)
+    import redis
+
+    namespace = f"test-{uuid.uuid4().hex[:16]}"
+    yield f"{REDIS_URL}{'&' if '?' in REDIS_URL else '?'}namespace={namespace}"
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        keys = list(client.scan_iter(match=f"{namespace}:*", count=1000))
+        for start in range(0, len(keys), 500):
+            client.unlink(*keys[start : start + 500])
+    finally:
+        client.close()
 
 
 def _server_url(request: pytest.FixtureRequest, name: str) -> str:

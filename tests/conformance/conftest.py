@@ -1,7 +1,8 @@
 """Helpers for the conformance suite; the backends themselves come from tests/conftest.py.
 
 Nothing here names a backend except `xfail_backend`, which marks a known bug that only
-some backends have (the test body itself stays backend-neutral).
+some backends have (the test body itself stays backend-neutral). Capabilities (the
+`requires` marker, the `capabilities` fixture) come from tests/conftest.py.
 """
 
 from __future__ import annotations

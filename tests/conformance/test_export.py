@@ -20,6 +20,7 @@ from sessionary import (
     TextPart,
     ToolCallPart,
 )
+from sessionary.stores.base import SEARCH
 
 OpenScope = Callable[..., sessionary.SessionManager]
 T0 = datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=UTC)
@@ -157,7 +158,8 @@ def test_export_then_import_round_trips_exactly(manager: sessionary.SessionManag
         {"plan": {"step": 2, "done": False}, "notes": ["a", "b"]}, 2
     )
     # the imported messages are searchable, and the tree keeps working
-    assert {h.message_id for h in manager.search("alternative")} == {"alt"}
+    if SEARCH in manager.store.capabilities:
+        assert {h.message_id for h in manager.search("alternative")} == {"alt"}
     nxt = chat.append(Message.user("after import"))
     assert nxt.parent_id == "a2"
 
@@ -170,7 +172,8 @@ def test_import_into_another_scope(
     other = open_scope(tenant="elsewhere", user="someone")
     other.import_records(records)
     assert records_of(other, "rich") == records
-    assert {h.message_id for h in other.search("alternative")} == {"alt"}
+    if SEARCH in other.store.capabilities:
+        assert {h.message_id for h in other.search("alternative")} == {"alt"}
     # the original is untouched and still its own
     assert records_of(manager, "rich") == records
     other.session("rich").append(Message.user("only in the copy"))

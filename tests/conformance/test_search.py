@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 
 import sessionary
 from sessionary import InvalidQuery, Message, ReasoningPart, SearchHit, TextPart, ToolCallPart
+from sessionary.stores.base import SEARCH
+
+pytestmark = pytest.mark.requires(SEARCH)
 
 
 def found(hits: Sequence[SearchHit]) -> set[str]:

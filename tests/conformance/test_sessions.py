@@ -19,6 +19,7 @@ from sessionary import (
     SessionNotFound,
     ToolCallPart,
 )
+from sessionary.stores.base import SEARCH
 
 Snapshot = Callable[[str], list[dict[str, Any]]]
 
@@ -307,11 +308,14 @@ def test_delete_removes_everything(manager: sessionary.SessionManager) -> None:
     chat.update_state({"shared": 1}, level="user")
     keeper = manager.create(id="s2")
     keeper.append(Message.user("another capybara"))
-    assert len(manager.search("capybara")) == 2
+    searchable = SEARCH in manager.store.capabilities
+    if searchable:
+        assert len(manager.search("capybara")) == 2
     assert manager.delete("s1") is True
     assert manager.get("s1") is None
     assert [i.id for i in manager.list()] == ["s2"]
-    assert [h.session_id for h in manager.search("capybara")] == ["s2"]
+    if searchable:
+        assert [h.session_id for h in manager.search("capybara")] == ["s2"]
     with pytest.raises(SessionNotFound):
         chat.history()
     with pytest.raises(SessionNotFound):
@@ -325,7 +329,8 @@ def test_delete_removes_everything(manager: sessionary.SessionManager) -> None:
     assert again.message_count() == 0
     assert again.get_state() == sessionary.State({}, 0)
     assert again.info().name is None
-    assert again.search("capybara") == []
+    if searchable:
+        assert again.search("capybara") == []
 
 
 def test_delete_of_a_missing_session_is_false(manager: sessionary.SessionManager) -> None:

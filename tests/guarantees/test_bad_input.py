@@ -27,6 +27,7 @@ from sessionary import (
     SessionManager,
     ToolCallPart,
 )
+from sessionary.stores.base import SEARCH
 
 SEED = "seed"
 BIG = 20 * 1000 * 1000  # 20 MB, over the default 16 MiB limit
@@ -309,6 +310,7 @@ def test_bad_limits(manager: SessionManager, seeded: sessionary.Session, limit: 
     _assert_refused(manager, seeded, lambda m, s: m.list(limit=limit), InvalidInput)
 
 
+@pytest.mark.requires(SEARCH)
 def test_search_still_answers_good_queries(
     manager: SessionManager, seeded: sessionary.Session
 ) -> None:

@@ -7,11 +7,15 @@
 | `memory://` / `memory://NAME` | in-process memory (private / shared by name) |
 | `postgresql://user:password@host:port/database` (or `postgres://`) | PostgreSQL |
 | `mysql://user:password@host:port/database` (or `mariadb://`) | MySQL or MariaDB |
+| `redis://[:password@]host:port/db` (or `rediss://`) | Redis |
 
 SQLite options go in the query string: `durability=full|normal`, `busy_timeout=SECONDS`,
 `max_message_bytes=N`. Server options: `pool_size=N` (most connections, default 10),
 `connect_timeout=SECONDS`, `max_message_bytes=N`, and for PostgreSQL `schema=NAME` (created
-if missing). `sessionary.stores.urls` parses URLs without opening anything.
+if missing). Redis options: `namespace=NAME` (the first part of every key, default
+`sessionary`), `snapshot_frequency=N` (default 25; 0 never rolls up), `max_messages=N`,
+`ttl=SECONDS`, `max_message_bytes=N`, `connect_timeout=SECONDS`. `sessionary.stores.urls`
+parses URLs without opening anything.
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ def open_async_store(url: str) -> AsyncStore:
         return wrap_engine(open_memory_engine(parsed.location, **parsed.options))  # type: ignore[arg-type]
     if parsed.scheme in ("postgresql", "mysql"):
         return _open_server(parsed)
+    if parsed.scheme == "redis":
+        from sessionary.stores.redis import AsyncRedisStore
+
+        return AsyncRedisStore(parsed.location, **parsed.options)  # type: ignore[arg-type]
     from sessionary.stores.sqlite import SQLiteEngine
 
     return wrap_engine(SQLiteEngine(parsed.location, **parsed.options))  # type: ignore[arg-type]

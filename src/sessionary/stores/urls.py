@@ -15,7 +15,7 @@ from sessionary.errors import InvalidURL
 
 __all__ = ["StoreURL", "parse_store_url"]
 
-_LATER = ("redis", "rediss")
+_REDIS = ("redis", "rediss")
 _SERVERS = {
     "postgresql": "postgresql",
     "postgres": "postgresql",
@@ -28,8 +28,17 @@ _OPTIONS: dict[str, dict[str, type]] = {
     "sqlite": {"durability": str, "busy_timeout": float, "max_message_bytes": int},
     "postgresql": {**_POOL, "schema": str},
     "mysql": _POOL,
+    "redis": {
+        "namespace": str,
+        "snapshot_frequency": int,
+        "max_messages": int,
+        "ttl": float,
+        "max_message_bytes": int,
+        "connect_timeout": float,
+    },
 }
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
+_NAMESPACE = re.compile(r"[A-Za-z0-9_.:-]{1,200}\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +97,12 @@ def parse_store_url(url: str) -> StoreURL:
         return StoreURL("sqlite", path, _options("sqlite", parts.query))
     if scheme in _SERVERS:
         return _server_url(url, _SERVERS[scheme], rest)
-    if scheme in _LATER:
-        raise InvalidURL(f"{url!r}: the {scheme} backend is not available in this version")
-    raise InvalidURL(f"{url!r}: unknown store scheme {scheme!r}; use sqlite:/// or memory://")
+    if scheme in _REDIS:
+        return _redis_url(url, scheme, rest)
+    raise InvalidURL(
+        f"{url!r}: unknown store scheme {scheme!r}; "
+        "use sqlite:///, memory://, postgresql://, mysql:// or redis://"
+    )
 
 
 def _server_url(url: str, scheme: str, rest: str) -> StoreURL:
@@ -111,3 +123,26 @@ def _server_url(url: str, scheme: str, rest: str) -> StoreURL:
     if schema is not None and not _IDENTIFIER.match(str(schema)):
         raise InvalidURL(f"store option schema={schema!r} must be a plain SQL identifier")
     return StoreURL(scheme, f"{scheme}://{location}", options)
+
+
+def _redis_url(url: str, scheme: str, rest: str) -> StoreURL:
+    """Parse a Redis URL; its location is the URL without sessionary's query string."""
+    location, _, query = rest.partition("?")
+    try:
+        parts = urlsplit(f"{scheme}://{location}")
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise InvalidURL(f"{url!r}: {exc}") from None
+    database = parts.path.strip("/")
+    if database and not database.isdigit():
+        raise InvalidURL(f"{url!r}: a Redis database is a number, use redis://host:port/0")
+    options = _options("redis", query)
+    for key in ("ttl", "max_message_bytes", "connect_timeout", "max_messages"):
+        if key in options and not options[key] > 0:  # type: ignore[operator]
+            raise InvalidURL(f"store option {key} must be positive, not {options[key]!r}")
+    if options.get("snapshot_frequency", 0) < 0:  # type: ignore[operator]
+        raise InvalidURL("store option snapshot_frequency must be 0 (never) or more")
+    namespace = options.get("namespace")
+    if namespace is not None and not _NAMESPACE.match(str(namespace)):
+        raise InvalidURL(f"store option namespace={namespace!r} must be letters, digits, _.:-")
+    return StoreURL("redis", f"{scheme}://{location}", options)

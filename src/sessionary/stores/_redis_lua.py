@@ -1,0 +1,606 @@
+"""The Lua scripts of the Redis store: every write to a session is one of these (pure text).
+
+Redis runs a script atomically, so each script below is a whole transaction: no other
+client sees half of it or writes in the middle of it. The scripts receive every key of
+the session they touch (see `_redis_layout.SessionKeys.all`) and compute nothing but
+hash fields, so they name no key Redis was not told about.
+
+Session keys, in the order every session script receives them::
+
+    1 meta    hash: head (seq, -1 none), headid, count, next, since, rolled, first,
+              row (the registry row, JSON), updated (microseconds)
+    2 ids     hash: message id -> seq
+    3 loose   hash: zero-padded seq -> entry, for every seq >= rolled
+    4 snap    hash: chunk start seq -> JSON array of entries ("" where deleted)
+    5 chunks  sorted set: chunk start seq, scored by itself (which chunk holds a seq)
+    6 kids    hash: zero-padded seq -> "seq,seq,..." of its children, oldest first
+    7 order   sorted set (lex): "depth:seq", the order `page_messages` returns
+    8 state   string: the session's state document
+    9-11      the session's documents (index, heads, versions)
+    12        the scope's registry (sorted set: session id scored by updated time)
+    13        the set of every scope that owns something
+
+An entry is one line of text: `parent_seq depth role parent_id id created_us body`,
+so a script can follow parents by reading the header without decoding the body.
+Seqs below `first` were trimmed by `max_messages` and read as absent.
+
+Numbers the scripts write go through `string.format('%d')`: Lua's own number-to-string
+conversion keeps only 14 digits, too few for microsecond times.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SCRIPTS"]
+
+_LIB = r"""
+local META, IDS, LOOSE, SNAP, CHUNKS, KIDS, ORDER = KEYS[1], KEYS[2], KEYS[3], KEYS[4],
+  KEYS[5], KEYS[6], KEYS[7]
+local SESSION_KEYS = 11
+local M = {}
+local chunk_cache, dirty = {}, {}
+
+local function s(n) return string.format('%d', n) end
+local function pad(n) return string.format('%012d', n) end
+local function order_member(depth, seq) return string.format('%08d:%012d', depth, seq) end
+
+local function load_meta()
+  local v = redis.call('HMGET', META, 'head', 'headid', 'count', 'next', 'since', 'rolled',
+    'first')
+  if not v[1] then return false end
+  M.head, M.headid, M.count, M.next = tonumber(v[1]), v[2], tonumber(v[3]), tonumber(v[4])
+  M.since, M.rolled, M.first = tonumber(v[5]), tonumber(v[6]), tonumber(v[7])
+  return true
+end
+
+local function save_meta(now)
+  redis.call('HSET', META, 'head', s(M.head), 'headid', M.headid, 'count', s(M.count),
+    'next', s(M.next), 'since', s(M.since), 'rolled', s(M.rolled), 'first', s(M.first),
+    'updated', now)
+end
+
+local function header(e)
+  local p, d, role, pid, id, cus, pos = string.match(e,
+    '^(%-?%d+) (%d+) (%S+) (%S+) (%S+) (%-?%d+) ()')
+  return tonumber(p), tonumber(d), role, pid, id, pos
+end
+
+local function chunk_of(seq)
+  local found = redis.call('ZREVRANGEBYSCORE', CHUNKS, seq, '-inf', 'LIMIT', 0, 1)
+  if #found == 0 then return nil, nil end
+  local start = found[1]
+  local c = chunk_cache[start]
+  if not c then
+    local raw = redis.call('HGET', SNAP, start)
+    if not raw then return nil, nil end
+    c = cjson.decode(raw)
+    chunk_cache[start] = c
+  end
+  return start, c
+end
+
+local function entry_at(seq)
+  if seq < 0 or seq < M.first then return false end
+  if seq >= M.rolled then return redis.call('HGET', LOOSE, pad(seq)) end
+  local start, c = chunk_of(seq)
+  if not c then return false end
+  local e = c[seq - tonumber(start) + 1]
+  if e == nil or e == '' then return false end
+  return e
+end
+
+local function put_entry(seq, e)
+  if seq >= M.rolled then
+    if e then redis.call('HSET', LOOSE, pad(seq), e) else redis.call('HDEL', LOOSE, pad(seq)) end
+    return
+  end
+  local start, c = chunk_of(seq)
+  c[seq - tonumber(start) + 1] = e or ''
+  dirty[start] = true
+end
+
+local function flush_chunks()
+  for start, _ in pairs(dirty) do
+    redis.call('HSET', SNAP, start, cjson.encode(chunk_cache[start]))
+  end
+end
+
+local function seq_of(id)
+  local found = redis.call('HGET', IDS, id)
+  if not found then return nil end
+  return tonumber(found)
+end
+
+local function add_kid(parent, seq)
+  if parent < 0 then return end
+  local field = pad(parent)
+  local kids = redis.call('HGET', KIDS, field)
+  redis.call('HSET', KIDS, field, kids and (kids .. ',' .. s(seq)) or s(seq))
+end
+
+local function remove_kid(parent, seq)
+  local field = pad(parent)
+  local kids = redis.call('HGET', KIDS, field)
+  if not kids then return end
+  local kept = {}
+  for k in string.gmatch(kids, '%d+') do
+    if tonumber(k) ~= seq then kept[#kept + 1] = k end
+  end
+  if #kept == 0 then redis.call('HDEL', KIDS, field)
+  else redis.call('HSET', KIDS, field, table.concat(kept, ',')) end
+end
+
+local function expire(ttl)
+  if ttl == '0' then return end
+  for i = 1, SESSION_KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+
+local function touch(now, ttl, sid)
+  redis.call('ZADD', KEYS[12], now, sid)
+  expire(ttl)
+end
+
+-- Fold the loose entries into one new chunk; earlier chunks are never rewritten.
+local function roll_up()
+  if M.next <= M.rolled then return end
+  local start, c, any = M.rolled, {}, false
+  for q = start, M.next - 1 do
+    local f = pad(q)
+    local e = redis.call('HGET', LOOSE, f)
+    c[#c + 1] = e or ''
+    if e then
+      any = true
+      redis.call('HDEL', LOOSE, f)
+    end
+  end
+  if any then
+    redis.call('HSET', SNAP, s(start), cjson.encode(c))
+    redis.call('ZADD', CHUNKS, start, s(start))
+  end
+  M.rolled, M.since = M.next, 0
+end
+
+local function forget(q, e)
+  local _, d, _, _, id = header(e)
+  redis.call('HDEL', IDS, id)
+  redis.call('ZREM', ORDER, order_member(d, q))
+  redis.call('HDEL', KIDS, pad(q))
+  if q >= M.rolled then redis.call('HDEL', LOOSE, pad(q)) end
+  M.count = M.count - 1
+end
+
+-- Drop the oldest messages past max_messages (and tool results whose call went), never
+-- the head or anything after it; chunks wholly below the cut are deleted.
+local function trim(maxm)
+  if maxm <= 0 or M.count <= maxm then return end
+  local drop, q = M.count - maxm, M.first
+  local stop = M.head >= 0 and M.head or M.next
+  while q < stop do
+    local e = entry_at(q)
+    if e then
+      if drop <= 0 then
+        local _, _, role = header(e)
+        if role ~= 'tool' then break end
+      end
+      forget(q, e)
+      drop = drop - 1
+    end
+    q = q + 1
+  end
+  M.first = q
+  local starts = redis.call('ZRANGEBYSCORE', CHUNKS, '-inf', '(' .. s(M.first))
+  for i, start in ipairs(starts) do
+    local finish = starts[i + 1] and tonumber(starts[i + 1]) or nil
+    if not finish then
+      local later = redis.call('ZRANGEBYSCORE', CHUNKS, '(' .. start, '+inf', 'LIMIT', 0, 1)
+      finish = later[1] and tonumber(later[1]) or M.rolled
+    end
+    if finish <= M.first then
+      redis.call('HDEL', SNAP, start)
+      redis.call('ZREM', CHUNKS, start)
+    end
+  end
+end
+"""
+
+_CREATE = r"""
+-- ARGV: now, ttl, session id, row, updated, scope member
+if redis.call('EXISTS', META) == 1 then return 0 end
+redis.call('HSET', META, 'row', ARGV[4], 'head', '-1', 'headid', '', 'count', '0',
+  'next', '0', 'since', '0', 'rolled', '0', 'first', '0', 'updated', ARGV[5])
+redis.call('SADD', KEYS[13], ARGV[6])
+touch(ARGV[5], ARGV[2], ARGV[3])
+return 1
+"""
+
+_UPDATE_ROW = r"""
+-- ARGV: now, ttl, session id, the row read, the new row
+local current = redis.call('HGET', META, 'row')
+if not current then return -1 end
+if current ~= ARGV[4] then return 0 end
+redis.call('HSET', META, 'row', ARGV[5], 'updated', ARGV[1])
+touch(ARGV[1], ARGV[2], ARGV[3])
+return 1
+"""
+
+_DELETE_SESSION = r"""
+-- ARGV: session id
+local existed = redis.call('EXISTS', META)
+for i = 1, SESSION_KEYS do redis.call('DEL', KEYS[i]) end
+redis.call('ZREM', KEYS[12], ARGV[1])
+return existed
+"""
+
+_APPEND = r"""
+-- ARGV: now, ttl, session id, parent ('H' head, 'N' none, 'I'..id), expected head ('*' any,
+-- 'N' none, 'I'..id), snapshot frequency, max messages, then (id, role, created, body)*.
+-- Returns 'ok' then per message '+'..parent id when stored now, or the stored entry.
+if not load_meta() then return {'nosession'} end
+local n = (#ARGV - 7) / 4
+local retry = true
+for i = 0, n - 1 do
+  if redis.call('HEXISTS', IDS, ARGV[8 + 4 * i]) == 0 then retry = false break end
+end
+local expected = ARGV[5]
+if expected ~= '*' and not retry then
+  local want = expected == 'N' and '' or string.sub(expected, 2)
+  if want ~= M.headid then return {'head', M.headid} end
+end
+local parent, pdepth, pid = -1, -1, '-'
+if ARGV[4] == 'H' then
+  parent = M.head
+elseif ARGV[4] ~= 'N' then
+  parent = seq_of(string.sub(ARGV[4], 2))
+  if not parent then return {'noparent'} end
+end
+if parent >= 0 then
+  local _, d, _, _, id = header(entry_at(parent))
+  pdepth, pid = d, id
+end
+local out, inserted = {'ok'}, false
+for i = 0, n - 1 do
+  local b = 8 + 4 * i
+  local id = ARGV[b]
+  local old = seq_of(id)
+  if old then
+    local e = entry_at(old)
+    local _, d = header(e)
+    parent, pdepth, pid = old, d, id
+    out[#out + 1] = e
+  else
+    local seq, depth = M.next, pdepth + 1
+    M.next = seq + 1
+    redis.call('HSET', LOOSE, pad(seq), s(parent) .. ' ' .. s(depth) .. ' ' .. ARGV[b + 1] ..
+      ' ' .. pid .. ' ' .. id .. ' ' .. ARGV[b + 2] .. ' ' .. ARGV[b + 3])
+    redis.call('HSET', IDS, id, s(seq))
+    add_kid(parent, seq)
+    redis.call('ZADD', ORDER, 0, order_member(depth, seq))
+    M.count, M.since = M.count + 1, M.since + 1
+    out[#out + 1] = '+' .. pid
+    parent, pdepth, pid, inserted = seq, depth, id, true
+  end
+end
+if inserted then
+  M.head, M.headid = parent, pid
+  local frequency, maxm = tonumber(ARGV[6]), tonumber(ARGV[7])
+  if frequency > 0 and M.since >= frequency then
+    roll_up()
+    trim(maxm)
+  elseif frequency == 0 then
+    trim(maxm)
+  end
+  save_meta(ARGV[1])
+  touch(ARGV[1], ARGV[2], ARGV[3])
+end
+return out
+"""
+
+_ROLL_UP = r"""
+-- ARGV: now, ttl, session id, max messages
+if not load_meta() then return 0 end
+roll_up()
+trim(tonumber(ARGV[4]))
+save_meta(redis.call('HGET', META, 'updated'))
+expire(ARGV[2])
+return 1
+"""
+
+_READ_PATH = r"""
+-- ARGV: leaf ('' head, else an id), limit (0 none), what ('path' or 'length').
+-- Returns 'ok', first, then the entries from the leaf up (or the length).
+if not load_meta() then return {'nosession'} end
+local seq = M.head
+if ARGV[1] ~= '' then
+  seq = seq_of(ARGV[1])
+  if not seq then return {'nomessage'} end
+end
+local limit = tonumber(ARGV[2])
+if ARGV[3] == 'length' then
+  if seq < 0 then return {'ok', '0'} end
+  if M.first == 0 then
+    local _, d = header(entry_at(seq))
+    return {'ok', s(d + 1)}
+  end
+  local n = 0
+  while seq >= M.first do
+    n = n + 1
+    seq = header(entry_at(seq))
+  end
+  return {'ok', s(n)}
+end
+local out = {'ok', s(M.first)}
+while seq >= 0 and seq >= M.first and (limit == 0 or #out - 2 < limit) do
+  local e = entry_at(seq)
+  out[#out + 1] = e
+  seq = header(e)
+end
+return out
+"""
+
+_READ = r"""
+-- ARGV: what ('message' or 'children'), message id.
+if not load_meta() then return {'nosession'} end
+local seq = seq_of(ARGV[2])
+if not seq then return {'nomessage'} end
+if ARGV[1] == 'message' then return {'ok', s(M.first), entry_at(seq)} end
+local out = {'ok', s(M.first)}
+local kids = redis.call('HGET', KIDS, pad(seq))
+if kids then
+  for k in string.gmatch(kids, '%d+') do out[#out + 1] = entry_at(tonumber(k)) end
+end
+return out
+"""
+
+_PAGE = r"""
+-- ARGV: the last order member seen ('' for the start), how many.
+if not load_meta() then return {'nosession'} end
+local low = ARGV[1] == '' and '-' or '(' .. ARGV[1]
+local members = redis.call('ZRANGEBYLEX', ORDER, low, '+', 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {'ok', s(M.first)}
+for _, member in ipairs(members) do
+  out[#out + 1] = member
+  out[#out + 1] = entry_at(tonumber(string.sub(member, 10)))
+end
+return out
+"""
+
+_SET_HEAD = r"""
+-- ARGV: now, ttl, session id, message id ('' for none)
+if not load_meta() then return 'nosession' end
+if ARGV[4] == '' then
+  M.head, M.headid = -1, ''
+else
+  local seq = seq_of(ARGV[4])
+  if not seq then return 'nomessage' end
+  M.head, M.headid = seq, ARGV[4]
+end
+save_meta(redis.call('HGET', META, 'updated'))
+expire(ARGV[2])
+return 'ok'
+"""
+
+_UPDATE_MESSAGE = r"""
+-- ARGV: now, ttl, session id, message id, role, body
+if not load_meta() then return {'nosession'} end
+local seq = seq_of(ARGV[4])
+if not seq then return {'nomessage'} end
+local e = entry_at(seq)
+local _, _, role, _, _, pos = header(e)
+if role ~= ARGV[5] then return {'role', role} end
+local updated = string.sub(e, 1, pos - 1) .. ARGV[6]
+put_entry(seq, updated)
+flush_chunks()
+redis.call('HSET', META, 'updated', ARGV[1])
+touch(ARGV[1], ARGV[2], ARGV[3])
+return {'ok', s(M.first), updated}
+"""
+
+_DELETE_MESSAGE = r"""
+-- ARGV: now, ttl, session id, message id. Returns 'ok' and the deleted ids.
+if not load_meta() then return {'nosession'} end
+local root = seq_of(ARGV[4])
+if not root then return {'nomessage'} end
+local parent, _, _, pid = header(entry_at(root))
+local out, stack, head_gone = {'ok'}, {root}, false
+while #stack > 0 do
+  local q = table.remove(stack)
+  local _, d, _, _, id = header(entry_at(q))
+  out[#out + 1] = id
+  local kids = redis.call('HGET', KIDS, pad(q))
+  if kids then
+    for k in string.gmatch(kids, '%d+') do stack[#stack + 1] = tonumber(k) end
+    redis.call('HDEL', KIDS, pad(q))
+  end
+  put_entry(q, false)
+  redis.call('HDEL', IDS, id)
+  redis.call('ZREM', ORDER, order_member(d, q))
+  if q == M.head then head_gone = true end
+end
+local kept_parent = parent >= 0 and parent >= M.first
+if kept_parent then remove_kid(parent, root) end
+if head_gone then
+  if kept_parent then M.head, M.headid = parent, pid else M.head, M.headid = -1, '' end
+end
+M.count = M.count - (#out - 1)
+flush_chunks()
+save_meta(ARGV[1])
+touch(ARGV[1], ARGV[2], ARGV[3])
+return out
+"""
+
+_CLEAR = r"""
+-- ARGV: now, ttl, session id. Returns how many messages were deleted.
+if not load_meta() then return -1 end
+local count = M.count
+for i = 2, 7 do redis.call('DEL', KEYS[i]) end
+M.head, M.headid, M.count, M.since = -1, '', 0, 0
+M.rolled, M.first = M.next, M.next
+save_meta(ARGV[1])
+touch(ARGV[1], ARGV[2], ARGV[3])
+return count
+"""
+
+_IMPORT = r"""
+-- ARGV: 1 now, 2 ttl, 3 session id, 4 row, 5 updated, 6 scope member, 7 head seq,
+-- 8 head id, 9 count, 10 rolled, 11 state ('' none), 12 chunks, 13 loose, 14 kids,
+-- then chunks (start, json), loose (field, entry), kids (field, list), then
+-- (id, seq, order member) per message.
+if redis.call('EXISTS', META) == 1 then return 0 end
+local a = 15
+for _ = 1, tonumber(ARGV[12]) do
+  redis.call('HSET', SNAP, ARGV[a], ARGV[a + 1])
+  redis.call('ZADD', CHUNKS, ARGV[a], ARGV[a])
+  a = a + 2
+end
+for _ = 1, tonumber(ARGV[13]) do
+  redis.call('HSET', LOOSE, ARGV[a], ARGV[a + 1])
+  a = a + 2
+end
+for _ = 1, tonumber(ARGV[14]) do
+  redis.call('HSET', KIDS, ARGV[a], ARGV[a + 1])
+  a = a + 2
+end
+while a <= #ARGV do
+  redis.call('HSET', IDS, ARGV[a], ARGV[a + 1])
+  redis.call('ZADD', ORDER, 0, ARGV[a + 2])
+  a = a + 3
+end
+local count = ARGV[9]
+redis.call('HSET', META, 'row', ARGV[4], 'head', ARGV[7], 'headid', ARGV[8], 'count', count,
+  'next', count, 'since', s(tonumber(count) - tonumber(ARGV[10])), 'rolled', ARGV[10],
+  'first', '0', 'updated', ARGV[5])
+if ARGV[11] ~= '' then redis.call('SET', KEYS[8], ARGV[11]) end
+redis.call('SADD', KEYS[13], ARGV[6])
+touch(ARGV[5], ARGV[2], ARGV[3])
+return 1
+"""
+
+_SWAP = r"""
+-- A compare-and-set of one string key. KEYS: the key, the session's meta (or the key
+-- again), the scopes set, then the keys to expire. ARGV: value read ('' absent), new
+-- value, whether the meta must exist ('1'/'0'), scope member ('' none), ttl.
+if ARGV[3] == '1' and redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+local current = redis.call('GET', KEYS[1]) or ''
+if current ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+if ARGV[4] ~= '' then redis.call('SADD', KEYS[3], ARGV[4]) end
+if ARGV[5] ~= '0' then
+  for i = 4, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[5]) end
+end
+return 1
+"""
+
+
+# Documents. KEYS: 1 index (sorted set, lex: "namespace\nkey"), 2 heads (hash: member ->
+# "1,2,3", the stored version numbers), 3 versions (hash: "member\nN" -> the version's
+# JSON without its number), 4 the owning session's meta (or the index again), 5 the
+# scopes set, then the keys a TTL expires.
+_DOC_LIB = r"""
+local INDEX, HEADS, VERSIONS = KEYS[1], KEYS[2], KEYS[3]
+local function guard_missing(flag) return flag == '1' and redis.call('EXISTS', KEYS[4]) == 0 end
+local function latest(list)
+  if not list then return 0 end
+  return tonumber(string.match(list, '(%d+)$'))
+end
+local function owned(member, ttl)
+  redis.call('ZADD', INDEX, 0, member)
+  if ttl ~= '0' then for i = 6, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end end
+end
+"""
+
+_PUT_DOCUMENT = r"""
+-- ARGV: member, expected ('' any), guard, scope member ('' none), ttl, version JSON.
+if guard_missing(ARGV[3]) then return {-1, 0} end
+local list = redis.call('HGET', HEADS, ARGV[1])
+local current = latest(list)
+if ARGV[2] ~= '' and tonumber(ARGV[2]) ~= current then return {0, current} end
+local version = string.format('%d', current + 1)
+redis.call('HSET', HEADS, ARGV[1], list and (list .. ',' .. version) or version)
+redis.call('HSET', VERSIONS, ARGV[1] .. '\n' .. version, ARGV[6])
+if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
+owned(ARGV[1], ARGV[5])
+return {1, current + 1}
+"""
+
+_RESTORE_DOCUMENT = r"""
+-- ARGV: member, the version list read ('' none), guard, scope member, ttl, then
+-- (version, JSON) per version to add.
+if guard_missing(ARGV[3]) then return -1 end
+local list = redis.call('HGET', HEADS, ARGV[1]) or ''
+if list ~= ARGV[2] then return 0 end
+local numbers = {}
+for v in string.gmatch(list, '%d+') do numbers[#numbers + 1] = tonumber(v) end
+for a = 6, #ARGV, 2 do
+  numbers[#numbers + 1] = tonumber(ARGV[a])
+  redis.call('HSET', VERSIONS, ARGV[1] .. '\n' .. ARGV[a], ARGV[a + 1])
+end
+table.sort(numbers)
+for i, v in ipairs(numbers) do numbers[i] = string.format('%d', v) end
+redis.call('HSET', HEADS, ARGV[1], table.concat(numbers, ','))
+if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
+owned(ARGV[1], ARGV[5])
+return 1
+"""
+
+_DELETE_DOCUMENT = r"""
+-- ARGV: member, guard.
+if guard_missing(ARGV[2]) then return -1 end
+local list = redis.call('HGET', HEADS, ARGV[1])
+if not list then return 0 end
+for v in string.gmatch(list, '%d+') do redis.call('HDEL', VERSIONS, ARGV[1] .. '\n' .. v) end
+redis.call('HDEL', HEADS, ARGV[1])
+redis.call('ZREM', INDEX, ARGV[1])
+return 1
+"""
+
+_READ_DOCUMENTS = r"""
+-- ARGV: guard, then either 'one' member version ('' latest) | 'all' member |
+-- 'list' low high limit. Returns 'ok' then (member, version, JSON) triples.
+if guard_missing(ARGV[1]) then return {'nosession'} end
+local out = {'ok'}
+local function add(member, version)
+  local value = redis.call('HGET', VERSIONS, member .. '\n' .. version)
+  if value then
+    out[#out + 1] = member
+    out[#out + 1] = version
+    out[#out + 1] = value
+  end
+end
+if ARGV[2] == 'one' then
+  local list = redis.call('HGET', HEADS, ARGV[3])
+  if list then
+    add(ARGV[3], ARGV[4] ~= '' and ARGV[4] or string.format('%d', latest(list)))
+  end
+elseif ARGV[2] == 'all' then
+  local list = redis.call('HGET', HEADS, ARGV[3])
+  if list then for v in string.gmatch(list, '%d+') do add(ARGV[3], v) end end
+else
+  local members = redis.call('ZRANGEBYLEX', INDEX, ARGV[3], ARGV[4], 'LIMIT', 0,
+    tonumber(ARGV[5]))
+  for _, member in ipairs(members) do
+    add(member, string.format('%d', latest(redis.call('HGET', HEADS, member))))
+  end
+end
+return out
+"""
+
+SCRIPTS: dict[str, str] = {
+    "create": _LIB + _CREATE,
+    "update_row": _LIB + _UPDATE_ROW,
+    "delete_session": _LIB + _DELETE_SESSION,
+    "append": _LIB + _APPEND,
+    "roll_up": _LIB + _ROLL_UP,
+    "read_path": _LIB + _READ_PATH,
+    "read": _LIB + _READ,
+    "page": _LIB + _PAGE,
+    "set_head": _LIB + _SET_HEAD,
+    "update_message": _LIB + _UPDATE_MESSAGE,
+    "delete_message": _LIB + _DELETE_MESSAGE,
+    "clear": _LIB + _CLEAR,
+    "import": _LIB + _IMPORT,
+    "swap": _SWAP,
+    "put_document": _DOC_LIB + _PUT_DOCUMENT,
+    "restore_document": _DOC_LIB + _RESTORE_DOCUMENT,
+    "delete_document": _DOC_LIB + _DELETE_DOCUMENT,
+    "read_documents": _DOC_LIB + _READ_DOCUMENTS,
+}
+"""Every script by name; the session scripts share the helpers in `_LIB`."""

@@ -1,0 +1,135 @@
+"""What only the Redis store has: snapshot chunks, `max_messages`, a native TTL, its keys.
+
+The conformance suite covers the store protocol on Redis; these tests look at the layout
+underneath through a plain redis-py client.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import sessionary
+from sessionary import InvalidURL, Message
+
+pytestmark = pytest.mark.redis
+
+
+def _with(url: str, option: str) -> str:
+    return f"{url}&{option}"
+
+
+def _namespace(url: str) -> str:
+    return url.rsplit("namespace=", 1)[1].split("&")[0]
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[object]:
+    import redis
+
+    raw = redis.Redis.from_url(redis_url.split("?")[0], decode_responses=True)
+    yield raw
+    raw.close()
+
+
+def _session_keys(client: object, url: str, session_id: str) -> dict[str, str]:
+    pattern = f"{_namespace(url)}:*:s:{len(session_id)}:{session_id}:*"
+    return {key.rsplit(":", 1)[1]: key for key in client.scan_iter(match=pattern)}  # type: ignore[attr-defined]
+
+
+def test_roll_ups_add_chunks_and_never_rewrite_old_ones(redis_url: str, client: object) -> None:
+    url = _with(redis_url, "snapshot_frequency=4")
+    with sessionary.SessionManager(url) as manager:
+        chat = manager.create(id="c")
+        for n in range(10):
+            chat.append(Message.user(f"m{n}", id=f"m{n}"))
+        keys = _session_keys(client, url, "c")
+        snap = client.hgetall(keys["snap"])  # type: ignore[attr-defined]
+        assert sorted(snap) == ["0", "4"]  # two chunks of four; two messages loose
+        assert client.hlen(keys["loose"]) == 2  # type: ignore[attr-defined]
+        first_chunk = snap["0"]
+        for n in range(10, 14):
+            chat.append(Message.user(f"m{n}", id=f"m{n}"))
+        assert client.hget(keys["snap"], "0") == first_chunk  # type: ignore[attr-defined]
+        assert [m.id for m in chat.history()] == [f"m{n}" for n in range(14)]
+        assert [m.id for m in chat.history(limit=3)] == ["m11", "m12", "m13"]
+        assert chat.path_length() == 14
+
+
+def test_edits_inside_a_chunk_are_read_back(redis_url: str) -> None:
+    url = _with(redis_url, "snapshot_frequency=3")
+    with sessionary.SessionManager(url) as manager:
+        chat = manager.create(id="c")
+        chat.append_all([Message.user(f"m{n}", id=f"m{n}") for n in range(7)])
+        chat.update(Message.user("changed", id="m1"))
+        assert chat.get_message("m1").text == "changed"  # type: ignore[union-attr]
+        branch = chat.append(Message.assistant("branch"), parent="m1")
+        assert [m.id for m in chat.branches("m1")] == ["m2", branch.id]
+        assert sorted(chat.delete("m4")) == ["m4", "m5", "m6"]
+        assert [m.id for m in chat.history(leaf="m3")] == ["m0", "m1", "m2", "m3"]
+        assert chat.message_count() == 5
+
+
+def test_max_messages_trims_the_oldest_at_a_roll_up(redis_url: str) -> None:
+    url = _with(redis_url, "snapshot_frequency=5&max_messages=6")
+    with sessionary.SessionManager(url) as manager:
+        chat = manager.create(id="c")
+        for n in range(20):
+            chat.append(Message.user(f"m{n}", id=f"m{n}"))
+        ids = [m.id for m in chat.history()]
+        assert ids == [f"m{n}" for n in range(14, 20)]
+        assert chat.history()[0].parent_id is None
+        assert chat.path_length() == 6 == chat.message_count()
+        assert chat.get_message("m0") is None
+
+
+def test_ttl_is_a_native_expiry_on_every_key_of_the_session(redis_url: str, client: object) -> None:
+    url = _with(redis_url, "ttl=30")
+    with sessionary.SessionManager(url) as manager:
+        chat = manager.create(id="c")
+        chat.append(Message.user("hi"))
+        chat.update_state({"k": 1})
+        keys = _session_keys(client, url, "c")
+        assert {"meta", "ids", "loose", "order", "state"} <= set(keys)
+        for key in keys.values():
+            assert 0 < client.pttl(key) <= 30_000  # type: ignore[attr-defined]
+
+
+def test_an_expired_session_is_gone(redis_url: str) -> None:
+    url = _with(redis_url, "ttl=0.2")
+    with sessionary.SessionManager(url) as manager:
+        manager.create(id="c").append(Message.user("hi"))
+        deadline = time.monotonic() + 10
+        while manager.get("c") is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert manager.get("c") is None
+        assert manager.list().items == []
+        assert manager.create(id="c").history() == []
+
+
+def test_keys_stay_under_the_namespace_and_apart_per_scope(redis_url: str, client: object) -> None:
+    namespace = _namespace(redis_url)
+    with sessionary.SessionManager(redis_url, tenant="a", user="b-c") as one:
+        one.create(id="s").append(Message.user("one"))
+    with sessionary.SessionManager(redis_url, tenant="a-b", user="c") as two:
+        assert two.get("s") is None
+    keys = list(client.scan_iter(match="*"))  # type: ignore[attr-defined]
+    mine = [key for key in keys if key.startswith(namespace + ":")]
+    assert mine and all(":t:1:a:u:3:b-c:" in k or k.endswith(":scopes") for k in mine)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://localhost/x",
+        "redis://localhost:6379/0?snapshot_frequency=-1",
+        "redis://localhost:6379/0?ttl=0",
+        "redis://localhost:6379/0?namespace=has space",
+        "redis://localhost:6379/0?password=x",
+    ],
+)
+def test_bad_redis_urls_are_refused(url: str) -> None:
+    with pytest.raises(InvalidURL):
+        sessionary.open_store(url)

@@ -1,0 +1,1 @@
+"""Formats: converters between our messages and the wire shapes of model providers."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import mimetypes
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ __all__ = [
     "own",
     "output_text",
     "parse_data_url",
+    "url_mime",
     "raw_block",
     "raw_of",
     "with_own",
@@ -257,6 +259,12 @@ _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)\Z", re.DOTALL)
 def data_url(mime_type: str, data: str) -> str:
     """Return inline base64 `data` as a `data:` URL."""
     return f"data:{mime_type};base64,{data}"
+
+
+def url_mime(url: str, fallback: str = "image/*") -> str:
+    """Return the type read back for an image given by URL (guessed from its extension)."""
+    guessed = mimetypes.guess_type(url)[0]
+    return guessed if guessed and guessed.startswith("image/") else fallback
 
 
 def parse_data_url(url: str) -> tuple[str, str] | None:

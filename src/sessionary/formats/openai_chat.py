@@ -13,7 +13,6 @@ sent as JSON text and read back as that text.
 
 from __future__ import annotations
 
-import mimetypes
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -37,6 +36,7 @@ from sessionary.formats._shared import (
     pick,
     raw_block,
     raw_of,
+    url_mime,
     with_own,
 )
 from sessionary.model import (
@@ -56,12 +56,6 @@ TARGET = "OpenAI Chat"
 JSON = Any
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
 _AUDIO_MIMES = {v: k for k, v in _AUDIO_FORMATS.items()}
-
-
-def url_mime(url: str) -> str:
-    """Return the image type read back for an image given by URL."""
-    guessed = mimetypes.guess_type(url)[0]
-    return guessed if guessed and guessed.startswith("image/") else "image/*"
 
 
 # ---------------------------------------------------------------- ours -> wire

@@ -304,4 +304,6 @@ def drop_name_if_implied(part: ToolResultPart, names: Mapping[str, str]) -> bool
 
 def message(role: str, parts: list[Part], extra: dict[str, JSON] | None = None) -> Message:
     """Return a new message read from a wire format (fresh id and time)."""
-    return Message(role=role, parts=parts, id=new_id(), extra=extra or {})  # type: ignore[arg-type]
+    built = Message(role=role, parts=parts, id=new_id(), extra=extra or {})  # type: ignore[arg-type]
+    check_message(built)
+    return built

@@ -99,7 +99,9 @@ def to_anthropic(
     return losses.finish(AnthropicPrompt(_system(system, losses), turns), strict)
 
 
-def _system(system: list[tuple[Message, str]], losses: Losses) -> str | list[dict[str, JSON]] | None:
+def _system(
+    system: list[tuple[Message, str]], losses: Losses
+) -> str | list[dict[str, JSON]] | None:
     blocks: list[dict[str, JSON]] = []
     for msg, where in system:
         for j, part in enumerate(msg.parts):
@@ -165,7 +167,11 @@ def _thinking(
 
 
 def _tool_result(
-    part: ToolResultPart, mine: dict[str, JSON], names: Mapping[str, str], where: str, losses: Losses
+    part: ToolResultPart,
+    mine: dict[str, JSON],
+    names: Mapping[str, str],
+    where: str,
+    losses: Losses,
 ) -> dict[str, JSON]:
     if drop_name_if_implied(part, names):
         losses.add(f"{where}.name", f"{TARGET} names a result only through its call")
@@ -180,7 +186,9 @@ def _tool_result(
     return block
 
 
-def _file(part: FilePart, mine: dict[str, JSON], where: str, losses: Losses) -> dict[str, JSON] | None:
+def _file(
+    part: FilePart, mine: dict[str, JSON], where: str, losses: Losses
+) -> dict[str, JSON] | None:
     kind = "image" if part.is_image else "document"
     if part.url is not None:
         if part.mime_type != (url_mime(part.url) if part.is_image else "application/pdf"):
@@ -286,7 +294,9 @@ def _read_block(block: dict[str, JSON], where: str) -> Part:
     if kind == "thinking":
         signature = need(block, "signature", str, where)
         rest = pick(block, "type", "thinking", "signature")
-        return ReasoningPart(need(block, "thinking", str, where), signature, extra=with_own(rest, NS))
+        return ReasoningPart(
+            need(block, "thinking", str, where), signature, extra=with_own(rest, NS)
+        )
     if kind == "redacted_thinking":
         return ReasoningPart("", need(block, "data", str, where), extra={NS: pick(block, "data")})
     if kind == "tool_use":
@@ -316,7 +326,9 @@ def _read_result(block: dict[str, JSON], where: str) -> ToolResultPart:
     elif not isinstance(content, str):
         raise InvalidMessage(f"{where}.content: must be a string or a list")
     call_id = need(block, "tool_use_id", str, where)
-    return ToolResultPart(call_id, content, is_error=bool(block.get("is_error")), extra=with_own(rest, NS))
+    return ToolResultPart(
+        call_id, content, is_error=bool(block.get("is_error")), extra=with_own(rest, NS)
+    )
 
 
 def _read_file(block: dict[str, JSON], where: str) -> FilePart | None:

@@ -98,7 +98,9 @@ def to_gemini(messages: Iterable[Message], *, strict: bool = False) -> Conversio
             contents[-1]["parts"].extend(kept)
         else:
             role = "model" if msg.role == "assistant" else "user"
-            contents.append({**(own(msg.extra, NS).get("fields") or {}), "role": role, "parts": kept})
+            contents.append(
+                {**(own(msg.extra, NS).get("fields") or {}), "role": role, "parts": kept}
+            )
         previous = msg.role if msg.role != "system" else previous
     return losses.finish(GeminiPrompt(system, contents), strict)
 
@@ -213,8 +215,14 @@ def _read_system(system: Any) -> Message:
     if isinstance(system, str):
         return message("system", [TextPart(system)])
     content = _snake(as_dict(system, "system_instruction"))
-    parts = [_read_plain(p, "system_instruction") for p in as_items(content.get("parts", []), "parts")]
-    return message("system", parts, with_own({"fields": pick(content, "parts")}, NS) if pick(content, "parts") else {})
+    parts = [
+        _read_plain(p, "system_instruction") for p in as_items(content.get("parts", []), "parts")
+    ]
+    return message(
+        "system",
+        parts,
+        with_own({"fields": pick(content, "parts")}, NS) if pick(content, "parts") else {},
+    )
 
 
 class _Reader:
@@ -256,7 +264,10 @@ class _Reader:
     def read_call(self, part: dict[str, JSON], where: str) -> ToolCallPart:
         call = as_dict(part["function_call"], f"{where}.function_call")
         name = need(call, "name", str, f"{where}.function_call")
-        mine: dict[str, JSON] = {"part": pick(part, "function_call"), "call": pick(call, "name", "args", "id")}
+        mine: dict[str, JSON] = {
+            "part": pick(part, "function_call"),
+            "call": pick(call, "name", "args", "id"),
+        }
         call_id = call.get("id")
         if not isinstance(call_id, str) or not call_id:
             call_id, mine["generated_id"] = new_id(), True

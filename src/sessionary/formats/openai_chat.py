@@ -61,7 +61,9 @@ _AUDIO_MIMES = {v: k for k, v in _AUDIO_FORMATS.items()}
 # ---------------------------------------------------------------- ours -> wire
 
 
-def to_openai_chat(messages: Iterable[Message], *, strict: bool = False) -> Conversion[list[dict]]:
+def to_openai_chat(
+    messages: Iterable[Message], *, strict: bool = False
+) -> Conversion[list[dict[str, JSON]]]:
     """Write messages as OpenAI Chat Completions messages.
 
     Args:
@@ -283,9 +285,11 @@ def _read_content(item: dict[str, JSON], mine: dict[str, JSON], where: str) -> l
     if isinstance(content, str):
         return [TextPart(content)]
     blocks = as_items(content, f"{where}.content")
-    if len(blocks) == 1 and blocks[0].get("type") == "text" and blocks[0].keys() == {"type", "text"}:
-        mine["content"] = "list"
-    elif not blocks:
+    if (
+        len(blocks) == 1
+        and blocks[0].get("type") == "text"
+        and blocks[0].keys() == {"type", "text"}
+    ) or not blocks:
         mine["content"] = "list"
     return [_read_block(b, f"{where}.content[{k}]") for k, b in enumerate(blocks)]
 
@@ -293,7 +297,9 @@ def _read_content(item: dict[str, JSON], mine: dict[str, JSON], where: str) -> l
 def _read_block(block: dict[str, JSON], where: str) -> Part:
     kind = block.get("type")
     if kind == "text":
-        return TextPart(need(block, "text", str, where), extra=with_own(pick(block, "type", "text"), NS))
+        return TextPart(
+            need(block, "text", str, where), extra=with_own(pick(block, "type", "text"), NS)
+        )
     if kind == "refusal":
         rest = pick(block, "type", "refusal")
         return TextPart(need(block, "refusal", str, where), extra={NS: {**rest, "refusal": True}})
@@ -302,9 +308,15 @@ def _read_block(block: dict[str, JSON], where: str) -> Part:
     if kind == "input_audio":
         audio = as_dict(need(block, "input_audio", Mapping, where), where)
         mime = _AUDIO_MIMES.get(audio.get("format", ""))
-        if mime is not None and isinstance(audio.get("data"), str) and audio.keys() == {"data", "format"}:
+        if (
+            mime is not None
+            and isinstance(audio.get("data"), str)
+            and audio.keys() == {"data", "format"}
+        ):
             fields = pick(block, "type", "input_audio")
-            return FilePart(mime, data=audio["data"], extra=with_own({"fields": fields} if fields else {}, NS))
+            return FilePart(
+                mime, data=audio["data"], extra=with_own({"fields": fields} if fields else {}, NS)
+            )
     if kind == "file":
         part = _read_file(block, where)
         if part is not None:
@@ -333,7 +345,9 @@ def _read_file(block: dict[str, JSON], where: str) -> Part | None:
     filename = file.get("filename") if isinstance(file.get("filename"), str) else None
     if isinstance(file.get("file_id"), str) and "file_data" not in file:
         mine["file_id"] = True
-        return FilePart("application/octet-stream", url=file["file_id"], filename=filename, extra={NS: mine})
+        return FilePart(
+            "application/octet-stream", url=file["file_id"], filename=filename, extra={NS: mine}
+        )
     data = file.get("file_data")
     if not isinstance(data, str) or "file_id" in file:
         return None
@@ -350,11 +364,18 @@ def _read_call(call: dict[str, JSON], where: str) -> ToolCallPart:
     if call.get("type") == "custom":
         custom = as_dict(need(call, "custom", Mapping, where), where)
         mine: dict[str, JSON] = {"type": "custom", "fields": fields}
-        return ToolCallPart(call_id, need(custom, "name", str, where), custom.get("input", ""), extra={NS: mine})
+        return ToolCallPart(
+            call_id, need(custom, "name", str, where), custom.get("input", ""), extra={NS: mine}
+        )
     function = as_dict(need(call, "function", Mapping, where), f"{where}.function")
     arguments, kept = decode_arguments(need(function, "arguments", str, f"{where}.function"))
     mine = {**kept, "fields": fields} if fields else kept
-    return ToolCallPart(call_id, need(function, "name", str, f"{where}.function"), arguments, extra=with_own(mine, NS))
+    return ToolCallPart(
+        call_id,
+        need(function, "name", str, f"{where}.function"),
+        arguments,
+        extra=with_own(mine, NS),
+    )
 
 
 def _read_tool(item: dict[str, JSON], mine: dict[str, JSON], where: str) -> Message:

@@ -63,7 +63,7 @@ _OUTPUTS = {"function_call_output": "function", "custom_tool_call_output": "cust
 
 def to_openai_responses(
     messages: Iterable[Message], *, strict: bool = False
-) -> Conversion[list[dict]]:
+) -> Conversion[list[dict[str, JSON]]]:
     """Write messages as OpenAI Responses input items.
 
     Args:
@@ -117,9 +117,9 @@ def _input_block(part: Part, where: str, losses: Losses) -> dict[str, JSON] | No
         return {"type": "input_text", **mine, "text": part.text}
     if isinstance(part, FilePart):
         losses.extra(part.extra, NS, where)
-        if part.is_image and part.url is not None and part.mime_type != url_mime(part.url):
-            if not mine.get("file_id"):
-                losses.add(f"{where}.mime_type", f"{TARGET} cannot say an image URL's type")
+        url_typed = part.url is None or part.mime_type == url_mime(part.url)
+        if part.is_image and not url_typed and not mine.get("file_id"):
+            losses.add(f"{where}.mime_type", f"{TARGET} cannot say an image URL's type")
         block = _file_block(part, mine)
         if block["type"] == "input_image" and part.filename is not None:
             losses.add(f"{where}.filename", f"{TARGET} images have no file name")
@@ -132,7 +132,7 @@ def _file_block(part: FilePart, mine: dict[str, JSON]) -> dict[str, JSON]:
     fields = dict(mine.get("fields") or {})
     ref = "file_id" if mine.get("file_id") else None
     location = part.url if part.url is not None else data_url(part.mime_type, part.data or "")
-    if part.is_image and "input_file" != fields.get("type"):
+    if part.is_image and fields.get("type") != "input_file":
         block = fields if "fields" in mine else {"detail": "auto"}
         return {**block, "type": "input_image", ref or "image_url": location}
     block = {**fields, "type": "input_file"}
@@ -207,9 +207,7 @@ def _add_reasoning(
 
 
 def _summary_text(summary: list[JSON]) -> str:
-    return "\n\n".join(
-        str(s.get("text", "")) for s in summary if isinstance(s, Mapping)
-    )
+    return "\n\n".join(str(s.get("text", "")) for s in summary if isinstance(s, Mapping))
 
 
 def _output_items(

@@ -264,7 +264,8 @@ class _Steps:
         extra = {} if self.stepped else {NS: {"step_start": False}}
         self.out.append(message("assistant", self.current, extra))
         if self.results:
-            self.out.append(message("tool", self.results))
+            answered: list[Part] = [*self.results]
+            self.out.append(message("tool", answered))
         self.current, self.results = [], []
 
 

@@ -11,7 +11,8 @@ import sessionary
 EXPECTED = {
     "ANY", "HEAD", "AlreadyExists", "AsyncSession", "AsyncSessionManager", "AsyncStore",
     "BackendNotInstalled", "Conflict", "DataPart", "FilePart", "HeadConflict", "InvalidId",
-    "InvalidInput", "InvalidMessage", "InvalidPatch", "InvalidQuery", "InvalidURL", "Message",
+    "InvalidInput", "InvalidMessage", "InvalidPatch", "InvalidQuery", "InvalidURL",
+    "LossyConversion", "Message",
     "MessageNotFound", "NotFound", "Page", "Part", "PayloadTooLarge", "ReasoningPart",
     "SchemaError", "Scope", "SearchHit", "Session", "SessionInfo", "SessionManager",
     "SessionNotFound", "SessionaryError", "State", "Store", "StoreError", "StoreUnavailable",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from _format_strategies import conversations
 from hypothesis import HealthCheck, given, settings
 
 from sessionary import Message, ToolCallPart, ToolResultPart
@@ -26,8 +27,6 @@ from sessionary.formats import (
 )
 from sessionary.formats._shared import output_text
 from sessionary.model import part_to_dict
-
-from _format_strategies import conversations
 
 
 @dataclass(frozen=True)

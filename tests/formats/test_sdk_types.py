@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
+from _format_strategies import conversations
 from hypothesis import HealthCheck, given, settings
 from pydantic import ConfigDict, TypeAdapter
 
 from sessionary import FilePart, Message
 from sessionary.formats import to_anthropic, to_gemini, to_openai_chat, to_openai_responses
-
-from _format_strategies import conversations
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -63,7 +63,7 @@ def test_anthropic_turns_are_message_params(data: list[Message]) -> None:
     adapter = _strict(MessageParam)
     prompt = to_anthropic(data).value
     roles = [turn["role"] for turn in prompt.messages]
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False)), "turns alternate"
+    assert all(a != b for a, b in itertools.pairwise(roles)), "turns alternate"
     for turn in prompt.messages:
         _same_after_validation(adapter, turn)
     assert isinstance(prompt.system, str)

@@ -18,11 +18,8 @@ from sessionary._sync.stores.registry import open_store as _open_store
 from sessionary.cli import _ProgressBar, main
 from sessionary.errors import AlreadyExists
 from sessionary.migrate import MigrationProgress, count_scopes, migrate, verify
-<<<<<<< HEAD
 from sessionary.query import parse_query
-=======
 from sessionary.stores.base import SEARCH
->>>>>>> redis-store
 
 PAIRS = [
     pytest.param(("memory", "sqlite"), marks=[pytest.mark.memory, pytest.mark.sqlite]),

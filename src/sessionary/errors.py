@@ -9,6 +9,7 @@ SessionaryError
 │   ├── InvalidURL          a store URL that names no known backend or is malformed
 │   ├── InvalidPatch        a state patch that is not a JSON object
 │   ├── InvalidDocument     a malformed document namespace, key, body, text, author, version
+│   ├── LossyConversion     a strict format conversion that would drop data
 │   └── PayloadTooLarge     a message, state or document over the store's size limit
 ├── NotFound                the thing asked for does not exist in this scope (also a LookupError)
 │   ├── SessionNotFound
@@ -42,6 +43,7 @@ __all__ = [
     "InvalidPatch",
     "InvalidQuery",
     "InvalidURL",
+    "LossyConversion",
     "MessageNotFound",
     "NotFound",
     "PayloadTooLarge",
@@ -85,6 +87,17 @@ class InvalidPatch(InvalidInput):
 
 class InvalidDocument(InvalidInput):
     """A document's namespace, key, body, text, author or version is malformed."""
+
+
+class LossyConversion(InvalidInput):
+    """A conversion asked to be strict would drop data the target format cannot carry.
+
+    `dropped` lists what would have been lost, each item saying where and what.
+    """
+
+    def __init__(self, message: str, dropped: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.dropped = dropped
 
 
 class PayloadTooLarge(InvalidInput):

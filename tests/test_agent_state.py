@@ -151,16 +151,16 @@ asyncio.run(main())
 
 
 def _run_agent(script: str, url: str, mode: str) -> int:
-    process = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(script), url, mode],
         stdout=subprocess.PIPE,
         text=True,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline().strip() == "ready"
-    if mode == "wait":
-        process.send_signal(signal.SIGTERM)
-    return process.wait(timeout=60)
+    ) as process:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "ready"
+        if mode == "wait":
+            process.send_signal(signal.SIGTERM)
+        return process.wait(timeout=60)
 
 
 @pytest.mark.parametrize(("script", "mode"), [(_SYNC_AGENT, "wait"), (_SYNC_AGENT, "exit"),

@@ -97,6 +97,22 @@ def session_setup(version: str) -> str:
     )
 
 
+class _Cursor(aiomysql.Cursor):  # type: ignore[misc]
+    """aiomysql's cursor, sending binary parameters as hex literals.
+
+    aiomysql 0.3 escapes bytes with a PyMySQL helper that PyMySQL 1.2 replaced by a
+    placeholder string, so any bytes parameter failed ("'str' object is not callable").
+    """
+
+    def _escape_args(self, args: Any, conn: Any) -> Any:
+        if not isinstance(args, tuple):
+            return super()._escape_args(args, conn)
+        return tuple(
+            f"X'{arg.hex()}'" if isinstance(arg, bytes | bytearray) else conn.escape(arg)
+            for arg in args
+        )
+
+
 class _AsyncTransaction:
     __slots__ = ("_cursor",)
 
@@ -145,7 +161,7 @@ class AsyncMySQLDriver:
             try:
                 conn = await aiomysql.connect(**self._options)
                 try:
-                    async with conn.cursor() as cursor:
+                    async with conn.cursor(_Cursor) as cursor:
                         await cursor.execute("SELECT VERSION()")
                         self._options["init_command"] = session_setup((await cursor.fetchone())[0])
                         await setup(_AsyncTransaction(cursor))
@@ -165,7 +181,7 @@ class AsyncMySQLDriver:
             async with self._pool.acquire() as conn:
                 await conn.begin()
                 try:
-                    async with conn.cursor() as cursor:
+                    async with conn.cursor(_Cursor) as cursor:
                         yield _AsyncTransaction(cursor)
                     await conn.commit()
                 except BaseException:

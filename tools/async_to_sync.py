@@ -36,6 +36,10 @@ GENERATED: dict[str, str] = {
     "stores/sql.py": "_sync/stores/sql.py",
     "kv/base.py": "_sync/kv/base.py",
     "kv/incremental.py": "_sync/kv/incremental.py",
+    "providers.py": "_sync/providers.py",
+    "context.py": "_sync/context.py",
+    "tools.py": "_sync/tools.py",
+    "_context_api.py": "_sync/_context_api.py",
 }
 
 # Renames beyond the rule that strips the prefix of `Async[A-Z]...` names.

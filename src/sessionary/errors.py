@@ -8,10 +8,13 @@ SessionaryError
 │   ├── InvalidQuery        a search query with nothing to match, or too long
 │   ├── InvalidURL          a store URL that names no known backend or is malformed
 │   ├── InvalidPatch        a state patch that is not a JSON object
-│   └── PayloadTooLarge     a message or state over the store's size limit
+│   ├── PayloadTooLarge     a message or state over the store's size limit
+│   ├── ReadOnlyBlock       a write to a context block that cannot be written
+│   └── BlockLimitExceeded  a write that would take a block over its token limit
 ├── NotFound                the thing asked for does not exist in this scope (also a LookupError)
 │   ├── SessionNotFound
-│   └── MessageNotFound
+│   ├── MessageNotFound
+│   └── BlockNotFound       no context block with that label on this session
 ├── Conflict                another writer got there first; re-read and retry
 │   ├── AlreadyExists       a session id that is taken
 │   ├── HeadConflict        the session's head moved since the caller looked
@@ -32,6 +35,8 @@ from __future__ import annotations
 __all__ = [
     "AlreadyExists",
     "BackendNotInstalled",
+    "BlockLimitExceeded",
+    "BlockNotFound",
     "Conflict",
     "HeadConflict",
     "InvalidId",
@@ -43,6 +48,7 @@ __all__ = [
     "MessageNotFound",
     "NotFound",
     "PayloadTooLarge",
+    "ReadOnlyBlock",
     "SchemaError",
     "SessionNotFound",
     "SessionaryError",
@@ -85,6 +91,14 @@ class PayloadTooLarge(InvalidInput):
     """A message or state document is over the store's size limit."""
 
 
+class ReadOnlyBlock(InvalidInput):
+    """A write to a context block that is readonly, or to a keyed block as a whole."""
+
+
+class BlockLimitExceeded(InvalidInput):
+    """A write would take a context block over its token limit; nothing was written."""
+
+
 class NotFound(SessionaryError, LookupError):
     """The thing asked for does not exist in this scope."""
 
@@ -95,6 +109,10 @@ class SessionNotFound(NotFound):
 
 class MessageNotFound(NotFound):
     """No message with that id exists in this session."""
+
+
+class BlockNotFound(NotFound):
+    """No context block with that label is configured on this session."""
 
 
 class Conflict(SessionaryError):

@@ -14,12 +14,27 @@ have the same methods, awaited.
 """
 
 from sessionary._sync.manager import SessionManager
+from sessionary._sync.providers import SessionHistory, StoredBlock, StoredSearch, StoredSkills
 from sessionary._sync.session import Session
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.registry import open_store
+from sessionary.blocks import (
+    BlockSpec,
+    BlockVersion,
+    ContextBlock,
+    ContextProvider,
+    Entry,
+    EntryHit,
+    SearchProvider,
+    SessionConfig,
+    SkillProvider,
+    WritableContextProvider,
+)
 from sessionary.errors import (
     AlreadyExists,
     BackendNotInstalled,
+    BlockLimitExceeded,
+    BlockNotFound,
     Conflict,
     HeadConflict,
     InvalidId,
@@ -31,6 +46,7 @@ from sessionary.errors import (
     MessageNotFound,
     NotFound,
     PayloadTooLarge,
+    ReadOnlyBlock,
     SchemaError,
     SessionaryError,
     SessionNotFound,
@@ -51,6 +67,12 @@ from sessionary.model import (
     ToolCallPart,
     ToolResultPart,
 )
+from sessionary.providers import (
+    AsyncSessionHistory,
+    AsyncStoredBlock,
+    AsyncStoredSearch,
+    AsyncStoredSkills,
+)
 from sessionary.records import (
     ANY,
     HEAD,
@@ -61,22 +83,37 @@ from sessionary.records import (
     State,
 )
 from sessionary.session import AsyncSession
+from sessionary.skills import FolderSkills
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.registry import open_async_store
+from sessionary.toolspec import ToolResult, ToolSpec, export_tools
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ANY",
-    "HEAD",
     "AlreadyExists",
     "AsyncSession",
+    "AsyncSessionHistory",
     "AsyncSessionManager",
     "AsyncStore",
+    "AsyncStoredBlock",
+    "AsyncStoredSearch",
+    "AsyncStoredSkills",
     "BackendNotInstalled",
+    "BlockLimitExceeded",
+    "BlockNotFound",
+    "BlockSpec",
+    "BlockVersion",
     "Conflict",
+    "ContextBlock",
+    "ContextProvider",
     "DataPart",
+    "Entry",
+    "EntryHit",
     "FilePart",
+    "FolderSkills",
+    "HEAD",
     "HeadConflict",
     "InvalidId",
     "InvalidInput",
@@ -90,25 +127,37 @@ __all__ = [
     "Page",
     "Part",
     "PayloadTooLarge",
+    "ReadOnlyBlock",
     "ReasoningPart",
     "SchemaError",
     "Scope",
     "SearchHit",
+    "SearchProvider",
     "Session",
+    "SessionConfig",
+    "SessionHistory",
     "SessionInfo",
     "SessionManager",
     "SessionNotFound",
     "SessionaryError",
+    "SkillProvider",
     "State",
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "StoredBlock",
+    "StoredSearch",
+    "StoredSkills",
     "TextPart",
     "ToolCallPart",
+    "ToolResult",
     "ToolResultPart",
+    "ToolSpec",
     "Unsupported",
     "VersionConflict",
+    "WritableContextProvider",
     "__version__",
+    "export_tools",
     "new_id",
     "open_async_store",
     "open_store",

@@ -34,12 +34,12 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
     Only flat string fields are read (quotes around a value are dropped); text without
     front matter comes back whole with no fields.
     """
-    lines = text.splitlines()
+    lines = text.splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
         return {}, text
     for end in range(1, len(lines)):
         if lines[end].strip() == "---":
-            return _fields(lines[1:end]), "\n".join(lines[end + 1 :]).lstrip("\n")
+            return _fields(lines[1:end]), "".join(lines[end + 1 :]).lstrip("\r\n")
     return {}, text
 
 

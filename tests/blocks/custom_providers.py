@@ -39,7 +39,9 @@ class Library:
     """A skill provider over a dict of entries, taking keyed writes."""
 
     def __init__(self, **docs: str) -> None:
-        self.docs = {key: Entry(key, key.title(), f"about {key}", text) for key, text in docs.items()}
+        self.docs = {
+            key: Entry(key, key.title(), f"about {key}", text) for key, text in docs.items()
+        }
 
     def entries(self) -> list[Entry]:
         return [self.docs[key] for key in sorted(self.docs)]
@@ -68,3 +70,14 @@ class Index:
 
     def put(self, entry: Entry, author: str) -> None:
         self.docs[entry.key] = entry.content
+
+
+class Withheld:
+    """A real store with some of its capabilities withheld (what an older backend offers)."""
+
+    def __init__(self, store: object, *names: str) -> None:
+        self._store = store
+        self.capabilities = getattr(store, "capabilities", frozenset()) - set(names)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from custom_providers import AsyncNotes, Index, Library, Notes
 
 import sessionary
 from sessionary import FolderSkills, InvalidInput, SessionConfig, Unsupported
-
-from custom_providers import AsyncNotes, Index, Library, Notes
 
 
 async def test_async_sessions_take_sync_and_async_providers(
@@ -37,7 +36,10 @@ async def test_async_sessions_take_sync_and_async_providers(
         "scratch": "writable", "lib": "skill", "index": "searchable",
     }  # fmt: skip
     assert [blocks[k].content for k in ("clock", "mood", "lib", "index")] == [
-        "noon", "calm", "- intro: about intro", "2 entries"
+        "noon",
+        "calm",
+        "- intro: about intro",
+        "2 entries",
     ]
     await chat.append_context_block("scratch", "a2", author="model")
     assert async_notes.content == "a1\na2" and async_notes.authors == ["model"]
@@ -80,7 +82,7 @@ def test_folder_skills_read_front_matter_and_stay_inside_the_folder(
 ) -> None:
     (tmp_path / "guides").mkdir()
     (tmp_path / "guides" / "deploy.md").write_text(
-        "---\ntitle: Deploying\ndescription: \"How to ship\"\n---\n# Deploy\nRun make.\n"
+        '---\ntitle: Deploying\ndescription: "How to ship"\n---\n# Deploy\nRun make.\n'
     )
     (tmp_path / "faq.md").write_text("# Questions\nAsk.\n")
     (tmp_path / "image.png").write_bytes(b"\x89PNG")

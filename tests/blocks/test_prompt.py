@@ -7,12 +7,11 @@ import sys
 import textwrap
 
 import pytest
+from conftest import OpenScope
 
 import sessionary
 from sessionary import SessionConfig, Unsupported
 from sessionary.prompt import RULE
-
-from conftest import OpenScope
 
 CONFIG = (
     SessionConfig()
@@ -67,9 +66,10 @@ def test_an_uncached_prompt_is_frozen_per_handle_only(reopen: OpenScope) -> None
     assert chat.freeze_system_prompt() == frozen
     assert "two" in reopen(config).session(chat.id).freeze_system_prompt()
     manager = reopen(config)
-    assert manager.store.get_document(
-        manager.scope, "session", chat.id, "prompt", "system", None
-    ) is None
+    assert (
+        manager.store.get_document(manager.scope, "session", chat.id, "prompt", "system", None)
+        is None
+    )
 
 
 def test_an_empty_prompt_is_frozen_too(reopen: OpenScope) -> None:
@@ -103,5 +103,7 @@ def test_another_process_gets_the_identical_prompt(tmp_path: object) -> None:
         with sessionary.SessionManager({url!r}, config=config) as manager:
             sys.stdout.write(manager.session("chat").freeze_system_prompt())
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
     assert done.stdout == frozen

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from custom_providers import Index, Library, Notes
 
 from sessionary import BlockSpec, ContextBlock, InvalidInput, SessionConfig
 from sessionary.blocks import ValueProvider, check_key, check_label, entry_key, kind_of
 from sessionary.prompt import RULE, render_block, render_header, render_prompt
 from sessionary.toolspec import check_arguments, parse_arguments
-
-from custom_providers import Index, Library, Notes
 
 
 def test_entry_keys_come_from_the_title_or_the_content() -> None:
@@ -81,7 +80,10 @@ def test_headers_show_label_description_kind_and_usage() -> None:
     assert render_header(ContextBlock("docs", "skill", "", 0)) == "DOCS [loadable]"
     assert render_header(ContextBlock("kb", "searchable", "", 0)) == "KB [searchable]"
     assert render_block(ContextBlock("soul", "readonly", "Be kind.", 2)).splitlines() == [
-        RULE, "SOUL [readonly]", RULE, "Be kind."
+        RULE,
+        "SOUL [readonly]",
+        RULE,
+        "Be kind.",
     ]
 
 
@@ -113,7 +115,7 @@ SCHEMA = {
     ("arguments", "problem"),
     [
         ({}, "missing required argument 'label'"),
-        ({"label": "soul"}, "must be one of \"memory\""),
+        ({"label": "soul"}, 'must be one of "memory"'),
         ({"label": 3}, "must be a string, not integer"),
         ({"label": "memory", "limit": True}, "must be a integer, not boolean"),
         ({"label": "memory", "limit": 9}, "at most 5"),

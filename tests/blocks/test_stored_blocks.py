@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from conftest import OpenScope
+from custom_providers import Withheld
 
 import sessionary
 from sessionary import (
@@ -14,8 +16,6 @@ from sessionary import (
     Unsupported,
 )
 from sessionary.stores.base import DOCUMENT_SEARCH
-
-from conftest import OpenScope
 
 MEMORY = SessionConfig().with_block("memory", description="Facts", limit=30)
 
@@ -108,21 +108,10 @@ def test_a_stored_searchable_block_finds_its_entries(reopen: OpenScope) -> None:
     assert reopen(config, user="eve").create().search_context("kb", "noon") == []
 
 
-class _NoDocumentSearch:
-    """A real store with its document search capability withheld."""
-
-    def __init__(self, store: sessionary.Store) -> None:
-        self._store = store
-        self.capabilities = store.capabilities - {DOCUMENT_SEARCH}
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._store, name)
-
-
 def test_a_searchable_block_needs_document_search(
     docs_manager: sessionary.SessionManager,
 ) -> None:
-    store = _NoDocumentSearch(docs_manager.store)
+    store = Withheld(docs_manager.store, DOCUMENT_SEARCH)
     manager = sessionary.SessionManager(store, config=SessionConfig())  # type: ignore[arg-type]
     chat = manager.create()
     with pytest.raises(Unsupported, match="document_search"):

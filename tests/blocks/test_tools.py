@@ -6,13 +6,12 @@ import json
 from typing import Any
 
 import pytest
+from conftest import OpenScope
+from custom_providers import Library, Notes
 from pydantic import TypeAdapter
 
 import sessionary
 from sessionary import Message, SessionConfig, ToolCallPart, ToolSpec, export_tools
-
-from conftest import OpenScope
-from custom_providers import Library, Notes
 
 CONFIG = (
     SessionConfig()
@@ -42,7 +41,11 @@ def test_tools_offered_follow_the_blocks(manager: sessionary.SessionManager) -> 
     assert [t.name for t in chat.tools()] == ["set_context"]
     chat.add_context("lib", Library(a="x"))
     assert [t.name for t in chat.tools()] == ["set_context", "load_context", "unload_context"]
-    assert [t.name for t in manager.tools()] == ["session_search", "session_list", "session_history"]
+    assert [t.name for t in manager.tools()] == [
+        "session_search",
+        "session_list",
+        "session_history",
+    ]
 
 
 def test_descriptions_name_what_each_tool_can_act_on(chat: sessionary.Session) -> None:
@@ -82,7 +85,7 @@ def test_set_context_writes_blocks_and_entries(chat: sessionary.Session) -> None
         ("set_context", {"label": "memory", "content": "word " * 60}, "over its limit of 40"),
         ("set_context", {"label": "memory", "content": "x", "action": "merge"}, "one of"),
         ("set_context", "{not json", "not valid JSON"),
-        ("load_context", {"label": "memory", "key": "x"}, "must be one of \"docs\""),
+        ("load_context", {"label": "memory", "key": "x"}, 'must be one of "docs"'),
         ("search_context", {"label": "kb", "query": "   "}, "Error: "),
         ("session_history", {"session_id": "../etc"}, "may hold only"),
         ("session_history", {"session_id": "missing"}, "no session 'missing'"),

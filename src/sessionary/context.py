@@ -66,7 +66,9 @@ async def resolve(value: MaybeAwaitable[T]) -> T:
         # Only reachable from the generated sync twin, which cannot await.
         if inspect.iscoroutine(result):
             result.close()
-        raise Unsupported("an async block provider cannot serve synchronous code; use a sync provider")
+        raise Unsupported(
+            "an async block provider cannot serve synchronous code; use a sync provider"
+        )
     return cast(T, result)
 
 

@@ -7,15 +7,16 @@ work is done by `sessionary.context` (blocks, prompt) and `sessionary.tools` (to
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessionary.blocks import BlockSpec, BlockVersion, ContextBlock, EntryHit, SessionConfig
 from sessionary.context import AsyncContext, append_line
 from sessionary.errors import InvalidInput
+from sessionary.model import Message
 from sessionary.records import Scope
 from sessionary.stores.base import AsyncStore
 from sessionary.tools import AsyncToolBox
-from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec
+from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec, reclaim_unloaded
 
 __all__ = ["AsyncContextMixin", "AsyncHistoryToolsMixin"]
 
@@ -40,6 +41,12 @@ class AsyncContextMixin:
     _id: str
     _config: SessionConfig
     _context_state: AsyncContext | None
+
+    if TYPE_CHECKING:  # AsyncSession defines it
+
+        async def history(
+            self, leaf: str | None = None, limit: int | None = None
+        ) -> list[Message]: ...
 
     @property
     def config(self) -> SessionConfig:
@@ -154,6 +161,18 @@ class AsyncContextMixin:
     async def loaded_context(self) -> dict[str, list[str]]:
         """Return the keys of the skill entries loaded in this session, by block label."""
         return await self._context().loaded()
+
+    async def context_history(
+        self, leaf: str | None = None, limit: int | None = None
+    ) -> list[Message]:
+        """Return `history(leaf, limit)` as the model should see it.
+
+        The output of `load_context` calls for entries since unloaded (or loaded again
+        later) is replaced by a short note, which reclaims their context; nothing stored
+        changes, so the original record stays readable and searchable.
+        """
+        history = await self.history(leaf, limit)
+        return reclaim_unloaded(history, await self.loaded_context())
 
     async def search_context(self, label: str, query: str, *, limit: int = 10) -> list[EntryHit]:
         """Search one searchable block; see `sessionary.query` for the query language."""

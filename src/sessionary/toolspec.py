@@ -9,13 +9,14 @@ lengths, bounds, required and no additional properties).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from sessionary.errors import InvalidInput
-from sessionary.model import ToolResultPart
+from sessionary.model import Message, Part, ToolCallPart, ToolResultPart
 
 __all__ = [
     "TOOL_FORMATS",
@@ -25,6 +26,7 @@ __all__ = [
     "check_arguments",
     "export_tools",
     "parse_arguments",
+    "reclaim_unloaded",
 ]
 
 ToolFormat = Literal["openai-chat", "openai-responses", "anthropic"]
@@ -182,3 +184,55 @@ def _bound_problems(name: str, schema: Mapping[str, Any], value: Any) -> list[st
 def _json_type(value: Any) -> str:
     names = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array"}
     return "null" if value is None else names.get(type(value), "object")
+
+
+def _load_target(call: ToolCallPart) -> tuple[str, str] | None:
+    args = call.arguments
+    if call.name != "load_context" or not isinstance(args, Mapping):
+        return None
+    label, key = args.get("label"), args.get("key")
+    return (label, key) if isinstance(label, str) and isinstance(key, str) else None
+
+
+def reclaim_unloaded(
+    messages: Sequence[Message], loaded: Mapping[str, Sequence[str]]
+) -> list[Message]:
+    """Return `messages` with the output of `load_context` calls no longer needed replaced.
+
+    A load's output is replaced by a one-line note when its entry is not loaded any more
+    (`unload_context`), or when the same entry was loaded again later (the later copy is
+    kept). The stored messages are not touched: this is a read-time view for building a
+    model's context, so the original record stays readable and searchable.
+    """
+    targets: dict[str, tuple[str, str]] = {}
+    for message in messages:
+        for call in message.tool_calls:
+            target = _load_target(call)
+            if target is not None:
+                targets[call.id] = target
+    last: dict[tuple[str, str], str] = {}
+    for message in messages:
+        for result in message.tool_results:
+            if result.call_id in targets and not result.is_error:
+                last[targets[result.call_id]] = result.call_id
+    return [_reclaimed(m, targets, last, loaded) for m in messages]
+
+
+def _reclaimed(
+    message: Message,
+    targets: Mapping[str, tuple[str, str]],
+    last: Mapping[tuple[str, str], str],
+    loaded: Mapping[str, Sequence[str]],
+) -> Message:
+    parts: list[Part] = []
+    for part in message.parts:
+        target = targets.get(part.call_id) if isinstance(part, ToolResultPart) else None
+        if isinstance(part, ToolResultPart) and target is not None and not part.is_error:
+            label, key = target
+            if key not in loaded.get(label, ()):
+                note = f"[unloaded: {label}/{key}; call load_context to load it again]"
+                part = dataclasses.replace(part, output=note)
+            elif last.get(target) != part.call_id:
+                part = dataclasses.replace(part, output=f"[{label}/{key} was loaded again below]")
+        parts.append(part)
+    return dataclasses.replace(message, parts=parts)

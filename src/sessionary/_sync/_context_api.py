@@ -9,15 +9,16 @@ work is done by `sessionary._sync.context` (blocks, prompt) and `sessionary._syn
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessionary._sync.context import Context, append_line
 from sessionary._sync.stores.base import Store
 from sessionary._sync.tools import ToolBox
 from sessionary.blocks import BlockSpec, BlockVersion, ContextBlock, EntryHit, SessionConfig
 from sessionary.errors import InvalidInput
+from sessionary.model import Message
 from sessionary.records import Scope
-from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec
+from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec, reclaim_unloaded
 
 __all__ = ["ContextMixin", "HistoryToolsMixin"]
 
@@ -42,6 +43,10 @@ class ContextMixin:
     _id: str
     _config: SessionConfig
     _context_state: Context | None
+
+    if TYPE_CHECKING:  # Session defines it
+
+        def history(self, leaf: str | None = None, limit: int | None = None) -> list[Message]: ...
 
     @property
     def config(self) -> SessionConfig:
@@ -156,6 +161,16 @@ class ContextMixin:
     def loaded_context(self) -> dict[str, list[str]]:
         """Return the keys of the skill entries loaded in this session, by block label."""
         return self._context().loaded()
+
+    def context_history(self, leaf: str | None = None, limit: int | None = None) -> list[Message]:
+        """Return `history(leaf, limit)` as the model should see it.
+
+        The output of `load_context` calls for entries since unloaded (or loaded again
+        later) is replaced by a short note, which reclaims their context; nothing stored
+        changes, so the original record stays readable and searchable.
+        """
+        history = self.history(leaf, limit)
+        return reclaim_unloaded(history, self.loaded_context())
 
     def search_context(self, label: str, query: str, *, limit: int = 10) -> list[EntryHit]:
         """Search one searchable block; see `sessionary.query` for the query language."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from conftest import OpenScope
+
 import sessionary
 from sessionary import Message, SessionConfig, ToolCallPart
-
-from conftest import OpenScope
 
 
 def _load(chat: sessionary.Session, call_id: str, key: str) -> None:

@@ -455,6 +455,7 @@ BAD_WRITES: list[dict[str, Any]] = [
     {"text": None},
     {"text": b"bytes"},
     {"text": "\ud800"},
+    {"text": "nul\x00"},
     {"author": None},
     {"author": "a" * 129},
     {"author": "line\nbreak"},

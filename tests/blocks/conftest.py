@@ -49,3 +49,13 @@ def reopen(docs_manager: sessionary.SessionManager, docs_url: str) -> Iterator[O
     yield open_
     for other in opened:
         other.close()
+
+
+@pytest.fixture
+def async_mysql_documents_bug(request: pytest.FixtureRequest) -> None:
+    """Strict xfail on MySQL: async document reads fail there (aiomysql escapes bytes key
+    hashes with an incompatible PyMySQL), a store bug reported to the docs-store branch."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("store_url") == "mysql":
+        reason = "docs-store: async MySQL document reads raise TypeError from aiomysql escape"
+        request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))

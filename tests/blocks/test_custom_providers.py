@@ -11,6 +11,7 @@ import sessionary
 from sessionary import FolderSkills, InvalidInput, SessionConfig, Unsupported
 
 
+@pytest.mark.usefixtures("async_mysql_documents_bug")
 async def test_async_sessions_take_sync_and_async_providers(
     amanager: sessionary.AsyncSessionManager,
 ) -> None:

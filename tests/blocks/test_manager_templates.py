@@ -55,6 +55,7 @@ def test_the_history_block_searches_past_sessions(reopen: OpenScope) -> None:
     assert "HISTORY: Your past conversations" in now.system_prompt()
 
 
+@pytest.mark.usefixtures("async_mysql_documents_bug")
 async def test_async_managers_apply_the_template(docs_url: str) -> None:
     async with sessionary.AsyncSessionManager(docs_url, config=TEMPLATE) as manager:
         chat = await manager.create()

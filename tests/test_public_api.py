@@ -20,6 +20,12 @@ EXPECTED = {
     "TextPart", "ToolCallPart", "ToolResultPart", "Unsupported", "VersionConflict",
     "__version__", "new_id", "open_async_store", "open_store",
     "Document", "DocumentHit", "InvalidDocument",
+    # context blocks, the system prompt and memory tools
+    "AsyncSessionHistory", "AsyncStoredBlock", "AsyncStoredSearch", "AsyncStoredSkills",
+    "BlockLimitExceeded", "BlockNotFound", "BlockSpec", "BlockVersion", "ContextBlock",
+    "ContextProvider", "Entry", "EntryHit", "FolderSkills", "ReadOnlyBlock", "SearchProvider",
+    "SessionConfig", "SessionHistory", "SkillProvider", "StoredBlock", "StoredSearch",
+    "StoredSkills", "ToolResult", "ToolSpec", "WritableContextProvider", "export_tools",
 }  # fmt: skip
 
 

@@ -40,6 +40,10 @@ GENERATED: dict[str, str] = {
     "kv/base.py": "_sync/kv/base.py",
     "kv/incremental.py": "_sync/kv/incremental.py",
     "keeper.py": "_sync/keeper.py",
+    "providers.py": "_sync/providers.py",
+    "context.py": "_sync/context.py",
+    "tools.py": "_sync/tools.py",
+    "_context_api.py": "_sync/_context_api.py",
 }
 
 # Renames beyond the rule that strips the prefix of `Async[A-Z]...` names.

@@ -15,13 +15,28 @@ have the same methods, awaited.
 
 from sessionary._sync.keeper import AgentStateKeeper
 from sessionary._sync.manager import SessionManager
+from sessionary._sync.providers import SessionHistory, StoredBlock, StoredSearch, StoredSkills
 from sessionary._sync.session import Session
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.registry import open_store
 from sessionary.agent_state import AgentState
+from sessionary.blocks import (
+    BlockSpec,
+    BlockVersion,
+    ContextBlock,
+    ContextProvider,
+    Entry,
+    EntryHit,
+    SearchProvider,
+    SessionConfig,
+    SkillProvider,
+    WritableContextProvider,
+)
 from sessionary.errors import (
     AlreadyExists,
     BackendNotInstalled,
+    BlockLimitExceeded,
+    BlockNotFound,
     Conflict,
     HeadConflict,
     InvalidDocument,
@@ -35,6 +50,7 @@ from sessionary.errors import (
     MessageNotFound,
     NotFound,
     PayloadTooLarge,
+    ReadOnlyBlock,
     SchemaError,
     SessionaryError,
     SessionNotFound,
@@ -56,6 +72,12 @@ from sessionary.model import (
     ToolCallPart,
     ToolResultPart,
 )
+from sessionary.providers import (
+    AsyncSessionHistory,
+    AsyncStoredBlock,
+    AsyncStoredSearch,
+    AsyncStoredSkills,
+)
 from sessionary.records import (
     ANY,
     HEAD,
@@ -68,8 +90,10 @@ from sessionary.records import (
     State,
 )
 from sessionary.session import AsyncSession
+from sessionary.skills import FolderSkills
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.registry import open_async_store
+from sessionary.toolspec import ToolResult, ToolSpec, export_tools
 
 __version__ = "0.1.0"
 
@@ -81,14 +105,27 @@ __all__ = [
     "AlreadyExists",
     "AsyncAgentStateKeeper",
     "AsyncSession",
+    "AsyncSessionHistory",
     "AsyncSessionManager",
     "AsyncStore",
+    "AsyncStoredBlock",
+    "AsyncStoredSearch",
+    "AsyncStoredSkills",
     "BackendNotInstalled",
+    "BlockLimitExceeded",
+    "BlockNotFound",
+    "BlockSpec",
+    "BlockVersion",
     "Conflict",
+    "ContextBlock",
+    "ContextProvider",
     "DataPart",
     "Document",
     "DocumentHit",
+    "Entry",
+    "EntryHit",
     "FilePart",
+    "FolderSkills",
     "HeadConflict",
     "InvalidDocument",
     "InvalidId",
@@ -104,25 +141,37 @@ __all__ = [
     "Page",
     "Part",
     "PayloadTooLarge",
+    "ReadOnlyBlock",
     "ReasoningPart",
     "SchemaError",
     "Scope",
     "SearchHit",
+    "SearchProvider",
     "Session",
+    "SessionConfig",
+    "SessionHistory",
     "SessionInfo",
     "SessionManager",
     "SessionNotFound",
     "SessionaryError",
+    "SkillProvider",
     "State",
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "StoredBlock",
+    "StoredSearch",
+    "StoredSkills",
     "TextPart",
     "ToolCallPart",
+    "ToolResult",
     "ToolResultPart",
+    "ToolSpec",
     "Unsupported",
     "VersionConflict",
+    "WritableContextProvider",
     "__version__",
+    "export_tools",
     "new_id",
     "open_async_store",
     "open_store",

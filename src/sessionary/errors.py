@@ -10,10 +10,13 @@ SessionaryError
 │   ├── InvalidPatch        a state patch that is not a JSON object
 │   ├── InvalidDocument     a malformed document namespace, key, body, text, author, version
 │   ├── LossyConversion     a strict format conversion that would drop data
-│   └── PayloadTooLarge     a message, state or document over the store's size limit
+│   ├── PayloadTooLarge     a message, state or document over the store's size limit
+│   ├── ReadOnlyBlock       a write to a context block that cannot be written
+│   └── BlockLimitExceeded  a write that would take a block over its token limit
 ├── NotFound                the thing asked for does not exist in this scope (also a LookupError)
 │   ├── SessionNotFound
-│   └── MessageNotFound
+│   ├── MessageNotFound
+│   └── BlockNotFound       no context block with that label on this session
 ├── Conflict                another writer got there first; re-read and retry
 │   ├── AlreadyExists       a session id that is taken
 │   ├── HeadConflict        the session's head moved since the caller looked
@@ -34,6 +37,8 @@ from __future__ import annotations
 __all__ = [
     "AlreadyExists",
     "BackendNotInstalled",
+    "BlockLimitExceeded",
+    "BlockNotFound",
     "Conflict",
     "HeadConflict",
     "InvalidDocument",
@@ -47,6 +52,7 @@ __all__ = [
     "MessageNotFound",
     "NotFound",
     "PayloadTooLarge",
+    "ReadOnlyBlock",
     "SchemaError",
     "SessionNotFound",
     "SessionaryError",
@@ -104,6 +110,14 @@ class PayloadTooLarge(InvalidInput):
     """A message, state or document is over the store's size limit."""
 
 
+class ReadOnlyBlock(InvalidInput):
+    """A write to a context block that is readonly, or to a keyed block as a whole."""
+
+
+class BlockLimitExceeded(InvalidInput):
+    """A write would take a context block over its token limit; nothing was written."""
+
+
 class NotFound(SessionaryError, LookupError):
     """The thing asked for does not exist in this scope."""
 
@@ -114,6 +128,10 @@ class SessionNotFound(NotFound):
 
 class MessageNotFound(NotFound):
     """No message with that id exists in this session."""
+
+
+class BlockNotFound(NotFound):
+    """No context block with that label is configured on this session."""
 
 
 class Conflict(SessionaryError):

@@ -11,6 +11,8 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
+from sessionary._context_api import AsyncHistoryToolsMixin
+from sessionary.blocks import SessionConfig
 from sessionary.errors import (
     AlreadyExists,
     InvalidInput,
@@ -55,7 +57,7 @@ DEFAULT_URL = "sqlite:///sessionary.db"
 _EXPORT_PAGE = 500
 
 
-class AsyncSessionManager:
+class AsyncSessionManager(AsyncHistoryToolsMixin):
     """Creates, finds, forks and searches the sessions of one scope (tenant and user).
 
     Args:
@@ -63,6 +65,7 @@ class AsyncSessionManager:
             store opened here from a URL is closed by `close`; one passed in is not.
         tenant: The application that owns the data.
         user: The user within the tenant.
+        config: The context blocks, prompt caching and tools of every session it opens.
     """
 
     def __init__(
@@ -71,8 +74,10 @@ class AsyncSessionManager:
         *,
         tenant: str = "default",
         user: str = "default",
+        config: SessionConfig | None = None,
     ) -> None:
         self.scope = Scope(tenant, user)
+        self.config = config if config is not None else SessionConfig()
         if not isinstance(store, str) and not hasattr(store, "capabilities"):
             raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
         self._owns_store = isinstance(store, str)
@@ -92,7 +97,7 @@ class AsyncSessionManager:
     def for_user(self, user: str, *, tenant: str | None = None) -> AsyncSessionManager:
         """Return a manager for another user (and tenant) sharing this one's store."""
         tenant = self.scope.tenant if tenant is None else tenant
-        return AsyncSessionManager(self.store, tenant=tenant, user=user)
+        return AsyncSessionManager(self.store, tenant=tenant, user=user, config=self.config)
 
     # ------------------------------------------------------------------ registry
 
@@ -103,7 +108,7 @@ class AsyncSessionManager:
             InvalidId: If the id is malformed. (A missing session raises
                 `SessionNotFound` from the handle's first read or write.)
         """
-        return AsyncSession(self.store, self.scope, session_id)
+        return AsyncSession(self.store, self.scope, session_id, self.config)
 
     async def create(
         self,

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sessionary._context_api import AsyncContextMixin
+from sessionary.blocks import SessionConfig
 from sessionary.errors import InvalidInput, InvalidMessage, SessionNotFound
 from sessionary.ids import check_id
 from sessionary.keeper import AsyncAgentStateKeeper
@@ -90,17 +92,22 @@ def coerce_message(message: Message | Mapping[str, Any]) -> Message:
     raise InvalidMessage(f"expected a Message or a mapping, not {type(message).__name__}")
 
 
-class AsyncSession:
+class AsyncSession(AsyncContextMixin):
     """A handle on one stored session; it holds no messages itself.
 
     Every method reads or writes the store, so several handles (in this process or
-    others) on the same session always agree.
+    others) on the same session always agree. `config` sets its context blocks, prompt
+    caching and memory tools (see `sessionary.blocks.SessionConfig`).
     """
 
-    def __init__(self, store: AsyncStore, scope: Scope, session_id: str) -> None:
+    def __init__(
+        self, store: AsyncStore, scope: Scope, session_id: str, config: SessionConfig | None = None
+    ) -> None:
         self._store = store
         self._scope = scope
         self._id = check_id(session_id, "session id")
+        self._config = config if config is not None else SessionConfig()
+        self._context_state = None
 
     @property
     def id(self) -> str:

@@ -13,9 +13,11 @@ import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from sessionary._sync._context_api import HistoryToolsMixin
 from sessionary._sync.session import Session, check_role
 from sessionary._sync.stores.base import DOCUMENTS, Store
 from sessionary._sync.stores.registry import open_store
+from sessionary.blocks import SessionConfig
 from sessionary.errors import (
     AlreadyExists,
     InvalidInput,
@@ -57,7 +59,7 @@ DEFAULT_URL = "sqlite:///sessionary.db"
 _EXPORT_PAGE = 500
 
 
-class SessionManager:
+class SessionManager(HistoryToolsMixin):
     """Creates, finds, forks and searches the sessions of one scope (tenant and user).
 
     Args:
@@ -65,6 +67,7 @@ class SessionManager:
             store opened here from a URL is closed by `close`; one passed in is not.
         tenant: The application that owns the data.
         user: The user within the tenant.
+        config: The context blocks, prompt caching and tools of every session it opens.
     """
 
     def __init__(
@@ -73,8 +76,10 @@ class SessionManager:
         *,
         tenant: str = "default",
         user: str = "default",
+        config: SessionConfig | None = None,
     ) -> None:
         self.scope = Scope(tenant, user)
+        self.config = config if config is not None else SessionConfig()
         if not isinstance(store, str) and not hasattr(store, "capabilities"):
             raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
         self._owns_store = isinstance(store, str)
@@ -94,7 +99,7 @@ class SessionManager:
     def for_user(self, user: str, *, tenant: str | None = None) -> SessionManager:
         """Return a manager for another user (and tenant) sharing this one's store."""
         tenant = self.scope.tenant if tenant is None else tenant
-        return SessionManager(self.store, tenant=tenant, user=user)
+        return SessionManager(self.store, tenant=tenant, user=user, config=self.config)
 
     # ------------------------------------------------------------------ registry
 
@@ -105,7 +110,7 @@ class SessionManager:
             InvalidId: If the id is malformed. (A missing session raises
                 `SessionNotFound` from the handle's first read or write.)
         """
-        return Session(self.store, self.scope, session_id)
+        return Session(self.store, self.scope, session_id, self.config)
 
     def create(
         self,

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sessionary._sync._context_api import ContextMixin
 from sessionary._sync.keeper import AgentStateKeeper
 from sessionary._sync.stores.base import Store
+from sessionary.blocks import SessionConfig
 from sessionary.errors import InvalidInput, InvalidMessage, SessionNotFound
 from sessionary.ids import check_id
 from sessionary.model import ROLES, Message, parse_message
@@ -92,17 +94,22 @@ def coerce_message(message: Message | Mapping[str, Any]) -> Message:
     raise InvalidMessage(f"expected a Message or a mapping, not {type(message).__name__}")
 
 
-class Session:
+class Session(ContextMixin):
     """A handle on one stored session; it holds no messages itself.
 
     Every method reads or writes the store, so several handles (in this process or
-    others) on the same session always agree.
+    others) on the same session always agree. `config` sets its context blocks, prompt
+    caching and memory tools (see `sessionary.blocks.SessionConfig`).
     """
 
-    def __init__(self, store: Store, scope: Scope, session_id: str) -> None:
+    def __init__(
+        self, store: Store, scope: Scope, session_id: str, config: SessionConfig | None = None
+    ) -> None:
         self._store = store
         self._scope = scope
         self._id = check_id(session_id, "session id")
+        self._config = config if config is not None else SessionConfig()
+        self._context_state = None
 
     @property
     def id(self) -> str:

@@ -1,0 +1,239 @@
+"""The context-block and tool methods of `AsyncSession` and `AsyncSessionManager`.
+
+They live here, as mixins, so that session.py and manager.py stay about sessions; the
+work is done by `sessionary.context` (blocks, prompt) and `sessionary.tools` (tools).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from sessionary.blocks import BlockSpec, BlockVersion, ContextBlock, EntryHit, SessionConfig
+from sessionary.context import AsyncContext, append_line
+from sessionary.errors import InvalidInput
+from sessionary.model import Message
+from sessionary.records import Scope
+from sessionary.stores.base import AsyncStore
+from sessionary.tools import AsyncToolBox
+from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec, reclaim_unloaded
+
+__all__ = ["AsyncContextMixin", "AsyncHistoryToolsMixin"]
+
+
+def _check_content(content: object) -> str:
+    if not isinstance(content, str):
+        raise InvalidInput(f"block content must be a string, not {type(content).__name__}")
+    return content
+
+
+class AsyncContextMixin:
+    """Context blocks, the system prompt and the memory tools of one session handle.
+
+    Blocks come from the handle's `SessionConfig`; `add_context` and `remove_context`
+    change this handle only. Stored block content, the frozen prompt (with
+    `cached_prompt`) and the loaded skill entries live in the store and are shared by
+    every handle on the session.
+    """
+
+    _store: AsyncStore
+    _scope: Scope
+    _id: str
+    _config: SessionConfig
+    _context_state: AsyncContext | None
+
+    if TYPE_CHECKING:  # AsyncSession defines it
+
+        async def history(
+            self, leaf: str | None = None, limit: int | None = None
+        ) -> list[Message]: ...
+
+    @property
+    def config(self) -> SessionConfig:
+        """The handle's context configuration (blocks added at run time included)."""
+        return self._config
+
+    def _context(self) -> AsyncContext:
+        if self._context_state is None:
+            self._context_state = AsyncContext(self._store, self._scope, self._id, self._config)
+        return self._context_state
+
+    async def add_context(self, label: str, source: object = None, **options: Any) -> ContextBlock:
+        """Add a block after the others and return it as read now.
+
+        The arguments are those of `SessionConfig.with_block`. A frozen prompt does not
+        change until `refresh_system_prompt`.
+
+        Raises:
+            InvalidInput: If the label is taken or an argument is malformed.
+            Unsupported: If a stored block needs a capability the store lacks.
+        """
+        spec = BlockSpec(label, source, **options)
+        context = self._context()
+        context.add(spec)
+        self._config = dataclasses.replace(self._config, blocks=(*self._config.blocks, spec))
+        return await context.read(spec.label)
+
+    async def remove_context(self, label: str) -> bool:
+        """Remove a block from this handle (stored content stays); False if there was none."""
+        removed = self._context().remove(label)
+        blocks = tuple(spec for spec in self._config.blocks if spec.label != label)
+        self._config = dataclasses.replace(self._config, blocks=blocks)
+        return removed
+
+    async def get_context_block(self, label: str, *, version: int | None = None) -> ContextBlock:
+        """Return one block as it is now, or a writable block as of a stored `version`.
+
+        Raises:
+            BlockNotFound: If there is no such block (or version).
+            Unsupported: If `version` is given and the block keeps no versions.
+        """
+        return await self._context().read(label, version)
+
+    async def get_context_blocks(self) -> list[ContextBlock]:
+        """Return every block as it is now, in prompt order."""
+        return await self._context().read_all()
+
+    async def context_block_versions(self, label: str) -> list[BlockVersion]:
+        """Return every stored version of a writable block (with author), oldest first.
+
+        Raises:
+            Unsupported: If the block keeps no versions.
+        """
+        return await self._context().versions(label)
+
+    async def replace_context_block(
+        self, label: str, content: str, *, author: str = "user"
+    ) -> ContextBlock:
+        """Replace a writable block's content; `author` is kept with the new version.
+
+        Raises:
+            BlockNotFound: If there is no such block.
+            ReadOnlyBlock: If the block is readonly or keyed.
+            BlockLimitExceeded: If the content is over the block's limit (nothing changes).
+        """
+        new = _check_content(content)
+        return await self._context().write(label, lambda _old: new, author)
+
+    async def append_context_block(
+        self, label: str, content: str, *, author: str = "user"
+    ) -> ContextBlock:
+        """Append to a writable block, on a new line unless `content` starts with one.
+
+        Raises:
+            BlockNotFound: If there is no such block.
+            ReadOnlyBlock: If the block is readonly or keyed.
+            BlockLimitExceeded: If the result is over the block's limit (nothing changes).
+        """
+        change = append_line(_check_content(content))
+        return await self._context().write(label, change, author)
+
+    async def put_context_entry(
+        self,
+        label: str,
+        content: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        key: str | None = None,
+        author: str = "user",
+    ) -> str:
+        """Write one entry of a skill or searchable block and return its key.
+
+        Without `key` the key is derived from the title (else the content), so writing
+        the same title again updates the same entry.
+
+        Raises:
+            ReadOnlyBlock: If the block takes no keyed writes.
+        """
+        return await self._context().put_entry(
+            label, content, title=title, description=description, key=key, author=author
+        )
+
+    async def load_context_entry(self, label: str, key: str) -> str | None:
+        """Return a skill entry's content and mark it loaded; None if there is no such key."""
+        return await self._context().load_entry(label, key)
+
+    async def unload_context_entry(self, label: str, key: str) -> bool:
+        """Mark a loaded skill entry unloaded (the entry itself stays); False if not loaded."""
+        return await self._context().unload_entry(label, key)
+
+    async def loaded_context(self) -> dict[str, list[str]]:
+        """Return the keys of the skill entries loaded in this session, by block label."""
+        return await self._context().loaded()
+
+    async def context_history(
+        self, leaf: str | None = None, limit: int | None = None
+    ) -> list[Message]:
+        """Return `history(leaf, limit)` as the model should see it.
+
+        The output of `load_context` calls for entries since unloaded (or loaded again
+        later) is replaced by a short note, which reclaims their context; nothing stored
+        changes, so the original record stays readable and searchable.
+        """
+        history = await self.history(leaf, limit)
+        return reclaim_unloaded(history, await self.loaded_context())
+
+    async def search_context(self, label: str, query: str, *, limit: int = 10) -> list[EntryHit]:
+        """Search one searchable block; see `sessionary.query` for the query language."""
+        return await self._context().search(label, query, limit)
+
+    async def system_prompt(self) -> str:
+        """Return the prompt rendered from the blocks now, freezing nothing."""
+        return await self._context().render()
+
+    async def freeze_system_prompt(self) -> str:
+        """Return the frozen system prompt, rendering it on the first call.
+
+        With `cached_prompt` it is stored, so other processes and restarts get the
+        identical text. Block edits show only after `refresh_system_prompt`.
+        """
+        return await self._context().freeze()
+
+    async def refresh_system_prompt(self) -> str:
+        """Render the system prompt from the blocks again, store it and return it."""
+        return await self._context().refresh()
+
+    def _toolbox(self) -> AsyncToolBox:
+        return AsyncToolBox(
+            self._store, self._scope, self._context(), history=self._config.history_tools
+        )
+
+    async def tools(self) -> list[ToolSpec]:
+        """Return the memory tools offered now, described with what they can act on."""
+        return await self._toolbox().specs()
+
+    async def export_tools(self, format: ToolFormat = "openai-chat") -> list[dict[str, Any]]:
+        """Return the memory tools in "openai-chat", "openai-responses" or "anthropic" form."""
+        return await self._toolbox().export(format)
+
+    async def call_tool(self, name: str, arguments: object = None) -> ToolResult:
+        """Run a memory tool the model called; never raises (errors are results).
+
+        Args:
+            name: The tool's name.
+            arguments: A dict, or the JSON object string the model sent.
+        """
+        return await self._toolbox().call(name, arguments)
+
+
+class AsyncHistoryToolsMixin:
+    """`session_search`, `session_list` and `session_history` over a manager's scope."""
+
+    store: AsyncStore
+    scope: Scope
+
+    def _history_toolbox(self) -> AsyncToolBox:
+        return AsyncToolBox(self.store, self.scope, None, history=True)
+
+    async def tools(self) -> list[ToolSpec]:
+        """Return the session history tools."""
+        return await self._history_toolbox().specs()
+
+    async def export_tools(self, format: ToolFormat = "openai-chat") -> list[dict[str, Any]]:
+        """Return the history tools in "openai-chat", "openai-responses" or "anthropic" form."""
+        return await self._history_toolbox().export(format)
+
+    async def call_tool(self, name: str, arguments: object = None) -> ToolResult:
+        """Run a history tool; never raises (errors are results)."""
+        return await self._history_toolbox().call(name, arguments)

@@ -34,7 +34,12 @@ def test_every_public_async_method_is_a_coroutine_and_has_a_sync_twin() -> None:
         assert public == {n for n in dir(sync_cls) if not n.startswith("_")}
         for name in public:
             member = getattr(async_cls, name)
-            if inspect.isfunction(member) and name not in ("session", "for_user", "export"):
+            if inspect.isfunction(member) and name not in (
+                "session",
+                "for_user",
+                "export",
+                "agent_state",
+            ):
                 assert inspect.iscoroutinefunction(member), name
     assert inspect.isasyncgenfunction(AsyncSessionManager.export)
 

@@ -8,6 +8,7 @@ SessionaryError
 │   ├── InvalidQuery        a search query with nothing to match, or too long
 │   ├── InvalidURL          a store URL that names no known backend or is malformed
 │   ├── InvalidPatch        a state patch that is not a JSON object
+│   ├── LossyConversion     a strict format conversion that would drop data
 │   └── PayloadTooLarge     a message or state over the store's size limit
 ├── NotFound                the thing asked for does not exist in this scope (also a LookupError)
 │   ├── SessionNotFound
@@ -40,6 +41,7 @@ __all__ = [
     "InvalidPatch",
     "InvalidQuery",
     "InvalidURL",
+    "LossyConversion",
     "MessageNotFound",
     "NotFound",
     "PayloadTooLarge",
@@ -79,6 +81,17 @@ class InvalidURL(InvalidInput):
 
 class InvalidPatch(InvalidInput):
     """A state patch is not a JSON object."""
+
+
+class LossyConversion(InvalidInput):
+    """A conversion asked to be strict would drop data the target format cannot carry.
+
+    `dropped` lists what would have been lost, each item saying where and what.
+    """
+
+    def __init__(self, message: str, dropped: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.dropped = dropped
 
 
 class PayloadTooLarge(InvalidInput):

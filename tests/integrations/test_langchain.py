@@ -178,7 +178,10 @@ def test_checkout_changes_what_langchain_sees(manager: sessionary.SessionManager
     history.add_messages([HumanMessage("first", id="q1"), AIMessage("one", id="a1")])
     manager.session("chat").checkout("q1")
     history.add_message(AIMessage("another answer", id="a2"))
-    assert history.messages == [HumanMessage("first", id="q1"), AIMessage("another answer", id="a2")]
+    assert history.messages == [
+        HumanMessage("first", id="q1"),
+        AIMessage("another answer", id="a2"),
+    ]
     assert [m.id for m in manager.session("chat").branches("q1")] == ["a1", "a2"]
 
 

@@ -426,7 +426,7 @@ def test_run_sync_persists_between_runs(db_url: str, agent: Agent[Any], model: C
     model.enqueue(text_reply("I remember"))
     result = Runner.run_sync(agent, "Do you remember?", session=session)
     assert result.final_output == "I remember"
-    assert [i.get("content") for i in model.inputs[-1]][0] == "Hi there"
+    assert next(i.get("content") for i in model.inputs[-1]) == "Hi there"
     loop = asyncio.get_event_loop_policy().get_event_loop()  # the loop run_sync made
     loop.run_until_complete(session.close())
     loop.close()
@@ -602,7 +602,11 @@ async def test_items_are_stored_as_searchable_messages(
 ) -> None:
     await session.add_items(cast(list[TResponseInputItem], EVERY_KIND))
     stored = await amanager.session("test_session").history()
-    assert [m.role for m in stored[:6]] == ["system", "system", "user", "assistant"] + [
+    assert [m.role for m in stored[:6]] == [
+        "system",
+        "system",
+        "user",
+        "assistant",
         "assistant",
         "tool",
     ]
@@ -622,7 +626,7 @@ async def test_pop_keeps_other_branches(
         [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a1"}]
     )
     handle = amanager.session("test_session")
-    first, answer = await handle.history()
+    first, _answer = await handle.history()
     await handle.checkout(first.id)
     await session.add_items([{"role": "assistant", "content": "a2"}])
     await handle.checkout(first.id)  # the head now has two children

@@ -3,14 +3,12 @@
 Each module needs its framework's package, installed with an extra; nothing here is
 imported until it is used, so `import sessionary` never pulls a framework in:
 
-| module                                 | extra                       | gives                          |
-|----------------------------------------|-----------------------------|--------------------------------|
-| `sessionary.integrations.openai_agents`| `sessionary[openai-agents]` | `SessionarySession`            |
-| `sessionary.integrations.langchain`    | `sessionary[langchain]`     | `SessionaryChatMessageHistory` |
-| `sessionary.integrations.pydantic_ai`  | `sessionary[pydantic-ai]`   | `SessionaryMessageHistory`     |
-| `sessionary.integrations.adk`          | `sessionary[adk]`           | `SessionarySessionService`     |
+- `sessionary.integrations.openai_agents` (`sessionary[openai-agents]`): `SessionarySession`
+- `sessionary.integrations.langchain` (`sessionary[langchain]`): `SessionaryChatMessageHistory`
+- `sessionary.integrations.pydantic_ai` (`sessionary[pydantic-ai]`): `SessionaryMessageHistory`
+- `sessionary.integrations.adk` (`sessionary[adk]`): `SessionarySessionService`
 
-The names in the last column can also be imported from this package.
+These names can also be imported from this package.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ back, so no branch is lost. Needs `pip install 'sessionary[openai-agents]'`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -157,10 +158,8 @@ class SessionarySession(SessionABC):
 
     async def clear_session(self) -> None:
         """Delete every item of the session (on every branch)."""
-        try:
+        with contextlib.suppress(SessionNotFound):
             await self.session.clear()
-        except SessionNotFound:
-            pass
 
     async def close(self) -> None:
         """Close the store if this session opened it from a URL."""

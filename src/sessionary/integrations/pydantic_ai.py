@@ -177,8 +177,10 @@ def _convert(data: dict[str, JSON]) -> list[Message]:
     messages = []
     for index, (role, parts) in enumerate(groups):
         metadata = {NS: fields if index == 0 else {"continued": True}}
-        moment = {"created_at": stamp} if stamp is not None else {}
-        messages.append(Message(role=role, parts=parts, metadata=metadata, **moment))
+        message = Message(role=role, parts=parts, metadata=metadata)
+        if stamp is not None:
+            message.created_at = stamp
+        messages.append(message)
     return messages
 
 
@@ -324,10 +326,7 @@ def from_messages(messages: Sequence[Message]) -> list[ModelMessage]:
     out: list[dict[str, JSON]] = []
     for message in messages:
         fields, continued = _message_data(message)
-        if message.role == "assistant":
-            parts = _response_parts(message)
-        else:
-            parts = _request_parts(message)
+        parts = _response_parts(message) if message.role == "assistant" else _request_parts(message)
         if continued and out and out[-1]["kind"] == "request":
             out[-1]["parts"].extend(parts)
         else:

@@ -419,6 +419,7 @@ async def test_runner_with_session_settings_override(
     assert sent[-1].get("content") == "New question"
 
 
+@pytest.mark.usefixtures("sync_loop")
 def test_run_sync_persists_between_runs(db_url: str, agent: Agent[Any], model: CannedModel) -> None:
     session = SessionarySession("sync_run", db_url)
     model.enqueue(text_reply("Hello"))
@@ -427,10 +428,8 @@ def test_run_sync_persists_between_runs(db_url: str, agent: Agent[Any], model: C
     result = Runner.run_sync(agent, "Do you remember?", session=session)
     assert result.final_output == "I remember"
     assert next(i.get("content") for i in model.inputs[-1]) == "Hi there"
-    loop = asyncio.get_event_loop_policy().get_event_loop()  # the loop run_sync made
-    loop.run_until_complete(session.close())
-    loop.close()
-    asyncio.set_event_loop(None)
+    # The session's store closes on the loop run_sync made (the sync_loop fixture closes it).
+    asyncio.get_event_loop_policy().get_event_loop().run_until_complete(session.close())
 
 
 # ---------------------------------------------------------------- from test_sqlalchemy_session.py

@@ -210,6 +210,7 @@ def weather_agent() -> Agent[None, str]:
     return agent
 
 
+@pytest.mark.usefixtures("sync_loop")
 def test_a_run_persists_and_resumes(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'pai.db'}"
     agent = weather_agent()

@@ -574,12 +574,10 @@ class CannedLlm(BaseLlm):
     """Calls the weather tool for a new question, then answers from its result."""
 
     model: str = "canned"
-    requests: list[LlmRequest] = []
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
-        self.requests.append(llm_request)
         last = llm_request.contents[-1].parts[-1]
         if last.function_response is not None:
             reply = f"The weather: {last.function_response.response['result']}"
@@ -609,7 +607,7 @@ async def final_text(runner: Runner, session_id: str, question: str) -> str:
 
 
 async def test_a_run_persists_and_resumes(shared_store_url: str) -> None:
-    llm = CannedLlm(requests=[])
+    llm = CannedLlm()
     agent = LlmAgent(name="forecaster", model=llm, tools=[weather])
     first = SessionarySessionService(shared_store_url)
     await first.create_session(app_name="trips", user_id="ann", session_id="s1")

@@ -70,7 +70,13 @@ try:
 except ImportError:  # pragma: no cover - older ADK releases raise a plain ValueError
     StaleSessionError = ValueError  # type: ignore[assignment,misc]
 
-__all__ = ["SessionarySessionService", "event_to_message", "message_to_event"]
+__all__ = [
+    "SessionarySessionService",
+    "decode_name",
+    "encode_name",
+    "event_to_message",
+    "message_to_event",
+]
 
 NS = "adk"
 _EVENT = "adk.event"  # the name of the data part holding an event stored whole
@@ -168,7 +174,7 @@ def message_to_event(message: Message) -> Event:
 # ---------------------------------------------------------------- state
 
 
-def split_state(state: dict[str, Any]) -> dict[StateLevel, dict[str, Any]]:
+def _split_state(state: dict[str, Any]) -> dict[StateLevel, dict[str, Any]]:
     """Split ADK state by scope: prefixes stripped, `temp:` keys dropped."""
     levels: dict[StateLevel, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
     for key, value in to_jsonable_python(state).items():
@@ -181,14 +187,14 @@ def split_state(state: dict[str, Any]) -> dict[StateLevel, dict[str, Any]]:
     return levels
 
 
-def replace_patch(old: Any, new: Any) -> Any:
+def _replace_patch(old: Any, new: Any) -> Any:
     """Return the merge patch that makes `new` replace `old` (not merge into it)."""
     if not isinstance(new, dict):
         return new
     before = old if isinstance(old, dict) else {}
     patch: dict[str, Any] = {key: None for key in before.keys() - new.keys()}
     for key, value in new.items():
-        patch[key] = replace_patch(before.get(key), value)
+        patch[key] = _replace_patch(before.get(key), value)
     return patch
 
 
@@ -200,7 +206,7 @@ async def _replace_keys(
     """Set `values` (key by key, replacing) with optimistic concurrency, retrying conflicts."""
     for attempt in range(_RETRIES):
         state = await read()
-        patch = {key: replace_patch(state.data.get(key), value) for key, value in values.items()}
+        patch = {key: _replace_patch(state.data.get(key), value) for key, value in values.items()}
         try:
             await write(patch, state.version)
             return
@@ -250,7 +256,7 @@ class SessionarySessionService(BaseSessionService):
         """
         manager = self._manager(app_name, user_id)
         name = session_id.strip() if session_id and session_id.strip() else new_id()
-        levels = split_state(state or {})
+        levels = _split_state(state or {})
         info = SessionInfo(id=encode_name(name, "session_id"), source="adk")
         try:
             created = await manager.store.import_session(
@@ -372,7 +378,7 @@ class SessionarySessionService(BaseSessionService):
                 f"Session {session.id} was changed by another writer since it was read; "
                 "get it again and retry"
             ) from None
-        await self._write_state(manager, handle.id, split_state(event.actions.state_delta or {}))
+        await self._write_state(manager, handle.id, _split_state(event.actions.state_delta or {}))
         session.last_update_time = event.timestamp
         session._storage_update_marker = message.id
         return self._commit_event_to_session(session, event)

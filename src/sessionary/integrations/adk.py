@@ -1,0 +1,456 @@
+"""Google ADK: a `BaseSessionService` over any sessionary store.
+
+`SessionarySessionService` replaces ADK's `InMemorySessionService` or
+`DatabaseSessionService`::
+
+    service = SessionarySessionService("sqlite:///adk.db")
+    runner = Runner(agent=agent, app_name="trips", session_service=service)
+
+How ADK's concepts land in sessionary:
+
+- `app_name` is the tenant and `user_id` the user of a sessionary scope, so one app's users
+  never see each other's sessions. Names sessionary cannot use as ids (an e-mail address, a
+  name with spaces) are stored hex-encoded behind an `x.` prefix; ADK sees its own names.
+- Each event is one message: its content converted through the Gemini format (so the
+  history is searchable and readable in other formats), every other field kept in
+  `metadata["adk"]`; an event comes back equal to the one appended. An event whose content
+  the Gemini converter cannot reproduce exactly is also kept whole in a data part.
+- State: `app:` keys are the tenant's app state, `user:` keys the user state, `temp:` keys
+  live only in the in-memory session of the current invocation, and the rest is the
+  session's state. A key's new value replaces the old one, as in ADK (written as a JSON
+  merge patch that also removes the old value's nested keys). A `None` value deletes the
+  key instead of storing null: sessionary state cannot hold a null.
+- A session object whose stored head moved since it was read (another writer appended)
+  gets ADK's `StaleSessionError` on `append_event`, and nothing is written.
+
+The event and the state it changes are written by two calls, not one transaction: if the
+process dies between them, the event (which records its `state_delta`) is stored and the
+state change is not. Needs `pip install 'sessionary[adk]'`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from sessionary.errors import (
+    AlreadyExists,
+    HeadConflict,
+    InvalidId,
+    SessionNotFound,
+    VersionConflict,
+)
+from sessionary.formats.gemini import from_gemini, to_gemini
+from sessionary.ids import MAX_ID_LENGTH, check_id, new_id
+from sessionary.integrations._common import DEFAULT_URL, install_hint, open_async_manager
+from sessionary.manager import AsyncSessionManager
+from sessionary.model import DataPart, Message, Part, Role
+from sessionary.records import ANY, Expected, SessionInfo, State, StateLevel
+from sessionary.session import AsyncSession
+
+try:
+    from google.adk.errors.already_exists_error import AlreadyExistsError
+    from google.adk.errors.session_not_found_error import SessionNotFoundError
+    from google.adk.events.event import Event
+    from google.adk.sessions.base_session_service import (
+        BaseSessionService,
+        GetSessionConfig,
+        ListSessionsResponse,
+    )
+    from google.adk.sessions.session import Session
+    from google.adk.sessions.state import State as AdkState
+    from pydantic_core import to_jsonable_python
+except ImportError as exc:  # pragma: no cover - exercised by a test that hides the package
+    raise install_hint("google-adk", "adk", exc) from exc
+
+try:
+    from google.adk.errors._stale_session_error import StaleSessionError
+except ImportError:  # pragma: no cover - older ADK releases raise a plain ValueError
+    StaleSessionError = ValueError  # type: ignore[assignment,misc]
+
+__all__ = [
+    "SessionarySessionService",
+    "decode_name",
+    "encode_name",
+    "event_to_message",
+    "message_to_event",
+]
+
+NS = "adk"
+_EVENT = "adk.event"  # the name of the data part holding an event stored whole
+_ENCODED = "x."
+_RETRIES = 20  # state writes retried on a version conflict
+
+
+# ---------------------------------------------------------------- names
+
+
+def encode_name(name: str, what: str) -> str:
+    """Return the sessionary id for an ADK app, user or session name (reversible).
+
+    Raises:
+        InvalidId: If the name is empty or too long even encoded.
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidId(f"{what} must be a non-empty string")
+    with contextlib.suppress(InvalidId):
+        if not name.startswith(_ENCODED):
+            return check_id(name, what)
+    encoded = _ENCODED + name.encode().hex()
+    if len(encoded) > MAX_ID_LENGTH:
+        raise InvalidId(f"{what} {name!r} is too long to store")
+    return encoded
+
+
+def decode_name(value: str) -> str:
+    """Return the ADK name a sessionary id stands for (the inverse of `encode_name`)."""
+    if value.startswith(_ENCODED):
+        with contextlib.suppress(ValueError):
+            return bytes.fromhex(value[len(_ENCODED) :]).decode()
+    return value
+
+
+# ---------------------------------------------------------------- events
+
+
+def _moment(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, UTC)
+
+
+def event_to_message(event: Event) -> Message:
+    """Return the sessionary message one ADK event is stored as."""
+    data = event.model_dump(mode="json", exclude_none=True)
+    content = data.pop("content", None)
+    role: Role = "user" if event.author == "user" else "assistant"
+    parts: list[Part] = []
+    if content is not None:
+        converted = from_gemini([content])
+        if len(converted) == 1:  # its parts are what search and other formats see
+            role, parts = converted[0].role, converted[0].parts
+        if len(converted) != 1 or to_gemini(converted).value.contents != [content]:
+            data["content"] = content  # the event is rebuilt from this copy instead
+    message_id = event.id if _usable(event.id) else new_id()
+    message = Message(role=role, parts=parts, id=message_id, metadata={NS: data})
+    message.created_at = _moment(event.timestamp)
+    if message_to_event(message) != event:
+        message.parts.append(DataPart(event.model_dump(mode="json"), name=_EVENT))
+    return message
+
+
+def _usable(value: str) -> bool:
+    try:
+        check_id(value)
+    except InvalidId:
+        return False
+    return True
+
+
+def message_to_event(message: Message) -> Event:
+    """Return the ADK event a sessionary message stands for.
+
+    A message written by `event_to_message` gives back an equal event; a message written
+    by another sessionary client reads as an event by `user` or `model`.
+    """
+    for part in message.parts:
+        if isinstance(part, DataPart) and part.name == _EVENT:
+            return Event.model_validate(part.data)
+    fields = message.metadata.get(NS)
+    data: dict[str, Any] = dict(fields) if isinstance(fields, dict) else {}
+    if message.parts and "content" not in data:
+        prompt = to_gemini([message]).value
+        if prompt.contents:
+            data["content"] = prompt.contents[0]
+        elif prompt.system_instruction is not None:
+            data["content"] = prompt.system_instruction
+    data.setdefault("author", "user" if message.role == "user" else "model")
+    data.setdefault("invocation_id", "")
+    data.setdefault("id", message.id)
+    data.setdefault("timestamp", message.created_at.timestamp())
+    return Event.model_validate(data)
+
+
+# ---------------------------------------------------------------- state
+
+
+def _split_state(state: dict[str, Any]) -> dict[StateLevel, dict[str, Any]]:
+    """Split ADK state by scope: prefixes stripped, `temp:` keys dropped."""
+    levels: dict[StateLevel, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
+    for key, value in to_jsonable_python(state).items():
+        if key.startswith(AdkState.APP_PREFIX):
+            levels["app"][key.removeprefix(AdkState.APP_PREFIX)] = value
+        elif key.startswith(AdkState.USER_PREFIX):
+            levels["user"][key.removeprefix(AdkState.USER_PREFIX)] = value
+        elif not key.startswith(AdkState.TEMP_PREFIX):
+            levels["session"][key] = value
+    return levels
+
+
+def _replace_patch(old: Any, new: Any) -> Any:
+    """Return the merge patch that makes `new` replace `old` (not merge into it)."""
+    if not isinstance(new, dict):
+        return new
+    before = old if isinstance(old, dict) else {}
+    patch: dict[str, Any] = {key: None for key in before.keys() - new.keys()}
+    for key, value in new.items():
+        patch[key] = _replace_patch(before.get(key), value)
+    return patch
+
+
+async def _replace_keys(
+    read: Callable[[], Awaitable[State]],
+    write: Callable[[dict[str, Any], int], Awaitable[State]],
+    values: dict[str, Any],
+) -> None:
+    """Set `values` (key by key, replacing) with optimistic concurrency, retrying conflicts."""
+    for attempt in range(_RETRIES):
+        state = await read()
+        patch = {key: _replace_patch(state.data.get(key), value) for key, value in values.items()}
+        try:
+            await write(patch, state.version)
+            return
+        except VersionConflict:
+            if attempt == _RETRIES - 1:
+                raise
+
+
+# ---------------------------------------------------------------- the service
+
+
+class SessionarySessionService(BaseSessionService):
+    """An ADK session service whose sessions, events and state live in sessionary.
+
+    Args:
+        store: A store URL, or an `AsyncSessionManager` whose store is used (its own
+            tenant and user are not: each call names its app and user).
+    """
+
+    def __init__(self, store: AsyncSessionManager | str = DEFAULT_URL) -> None:
+        self._root, self._owned = open_async_manager(store, None, None)
+
+    def _manager(self, app_name: str, user_id: str) -> AsyncSessionManager:
+        return self._root.for_user(
+            encode_name(user_id, "user_id"), tenant=encode_name(app_name, "app_name")
+        )
+
+    async def close(self) -> None:
+        """Close the store if this service opened it from a URL."""
+        if self._owned:
+            await self._root.close()
+
+    # ------------------------------------------------------------------ sessions
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Create a session with its initial state (app and user keys update those scopes).
+
+        Raises:
+            AlreadyExistsError: If the session id is taken for this app and user.
+        """
+        manager = self._manager(app_name, user_id)
+        name = session_id.strip() if session_id and session_id.strip() else new_id()
+        levels = _split_state(state or {})
+        info = SessionInfo(id=encode_name(name, "session_id"), source="adk")
+        try:
+            created = await manager.store.import_session(
+                manager.scope, info, [], State(levels["session"], 1)
+            )
+        except AlreadyExists:
+            raise AlreadyExistsError(f"Session with id {name} already exists.") from None
+        await self._write_shared(manager, levels)
+        updated = _updated(created, None)
+        return await self._session(manager, created, [], levels["session"], updated)
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """Return a session with its events (filtered by `config`) and merged state."""
+        manager = self._manager(app_name, user_id)
+        sid = encode_name(session_id.strip(), "session_id")
+        info = await manager.get(sid)
+        if info is None:
+            return None
+        handle = manager.session(sid)
+        config = config or GetSessionConfig()
+        recent = config.num_recent_events
+        messages = await handle.history(limit=None if recent is None else max(recent, 1))
+        if recent is not None:
+            messages = messages[-recent:] if recent else []  # the window may be widened
+        events = _filter(config, [message_to_event(m) for m in messages])
+        updated = _updated(info, messages[-1] if messages else await handle.head())
+        state = await handle.get_state()
+        return await self._session(manager, info, events, state.data, updated)
+
+    async def _session(
+        self,
+        manager: AsyncSessionManager,
+        info: SessionInfo,
+        events: list[Event],
+        state: dict[str, Any],
+        updated: float,
+    ) -> Session:
+        merged = dict(state)
+        for level in _SHARED:
+            prefix = AdkState.APP_PREFIX if level == "app" else AdkState.USER_PREFIX
+            shared = await manager.get_state(level)
+            merged.update({prefix + key: value for key, value in shared.data.items()})
+        session = Session(
+            id=decode_name(info.id),
+            app_name=decode_name(manager.scope.tenant),
+            user_id=decode_name(manager.scope.user),
+            state=merged,
+            events=events,
+            last_update_time=updated,
+        )
+        session._storage_update_marker = info.head_id or ""
+        return session
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """List sessions (without events, with merged state), least recently updated first."""
+        if user_id is not None:
+            managers = [self._manager(app_name, user_id)]
+        else:
+            tenant = encode_name(app_name, "app_name")
+            scopes = await self._root.store.list_scopes()
+            managers = [
+                self._root.for_user(s.user, tenant=tenant) for s in scopes if s.tenant == tenant
+            ]
+        sessions: list[Session] = []
+        for manager in managers:
+            async for info in _all_sessions(manager):
+                handle = manager.session(info.id)
+                state = await handle.get_state()
+                updated = _updated(info, await handle.head())
+                sessions.append(await self._session(manager, info, [], state.data, updated))
+        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Delete a session with its events and state (nothing happens if it is absent)."""
+        manager = self._manager(app_name, user_id)
+        await manager.delete(encode_name(session_id.strip(), "session_id"))
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """Return the user's state, keys without the `user:` prefix."""
+        state = await self._manager(app_name, user_id).get_state("user")
+        return dict(state.data)
+
+    # ------------------------------------------------------------------ events
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Store an event and apply its state delta; update `session` in memory.
+
+        Raises:
+            SessionNotFoundError: If the session does not exist.
+            StaleSessionError: If another writer appended to the session since it was read.
+        """
+        if event.partial:
+            return event
+        manager = self._manager(session.app_name, session.user_id)
+        handle = manager.session(encode_name(session.id.strip(), "session_id"))
+        if _usable(event.id) and await _stored(handle, event.id):
+            return event  # appended before: its state delta was applied then
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        marker = session._storage_update_marker
+        expected: Expected = ANY if marker is None else (marker or None)
+        message = event_to_message(event)
+        try:
+            await handle.append(message, expected_head=expected)
+        except SessionNotFound:
+            raise SessionNotFoundError(f"Session {session.id} not found.") from None
+        except HeadConflict:
+            raise StaleSessionError(
+                f"Session {session.id} was changed by another writer since it was read; "
+                "get it again and retry"
+            ) from None
+        await self._write_state(manager, handle.id, _split_state(event.actions.state_delta or {}))
+        session.last_update_time = event.timestamp
+        session._storage_update_marker = message.id
+        return self._commit_event_to_session(session, event)
+
+    async def _write_state(
+        self, manager: AsyncSessionManager, sid: str, levels: dict[StateLevel, dict[str, Any]]
+    ) -> None:
+        await self._write_shared(manager, levels)
+        if levels["session"]:
+            handle = manager.session(sid)
+
+            async def write(patch: dict[str, Any], version: int) -> State:
+                return await handle.update_state(patch, expected_version=version)
+
+            await _replace_keys(handle.get_state, write, levels["session"])
+
+    async def _write_shared(
+        self, manager: AsyncSessionManager, levels: dict[StateLevel, dict[str, Any]]
+    ) -> None:
+        for level in _SHARED:
+            if levels[level]:
+                await _write_level(manager, level, levels[level])
+
+
+_SHARED: tuple[StateLevel, ...] = ("app", "user")
+
+
+async def _write_level(
+    manager: AsyncSessionManager, level: StateLevel, values: dict[str, Any]
+) -> None:
+    async def read() -> State:
+        return await manager.get_state(level)
+
+    async def write(patch: dict[str, Any], version: int) -> State:
+        return await manager.update_state(patch, expected_version=version, level=level)
+
+    await _replace_keys(read, write, values)
+
+
+def _filter(config: GetSessionConfig, events: list[Event]) -> list[Event]:
+    """Keep the events from the last one before `after_timestamp` on, as ADK does."""
+    after = config.after_timestamp
+    if after is None:
+        return events
+    start = len(events)
+    while start > 0 and events[start - 1].timestamp >= after:
+        start -= 1
+    return events[start:]
+
+
+def _updated(info: SessionInfo, head: Message | None) -> float:
+    """A session's last update time, as ADK counts it: its newest event's timestamp."""
+    if head is not None:
+        fields = head.metadata.get(NS)
+        stamp = fields.get("timestamp") if isinstance(fields, dict) else None
+        return float(stamp) if isinstance(stamp, int | float) else message_to_event(head).timestamp
+    return info.created_at.timestamp() if info.created_at is not None else 0.0
+
+
+async def _stored(handle: AsyncSession, message_id: str) -> bool:
+    try:
+        return await handle.get_message(message_id) is not None
+    except SessionNotFound:
+        raise SessionNotFoundError(f"Session {decode_name(handle.id)} not found.") from None
+
+
+async def _all_sessions(manager: AsyncSessionManager) -> Any:
+    cursor: str | None = None
+    while True:
+        page = await manager.list(limit=200, cursor=cursor)
+        for info in page.items:
+            yield info
+        cursor = page.next_cursor
+        if cursor is None:
+            return

@@ -1,0 +1,167 @@
+"""OpenAI Agents SDK: a `Session` stored in sessionary.
+
+`SessionarySession` implements the SDK's session protocol (`get_items`, `add_items`,
+`pop_item`, `clear_session`), so it replaces `SQLiteSession` or `SQLAlchemySession`::
+
+    session = SessionarySession("chat-42", "sqlite:///agents.db")
+    result = await Runner.run(agent, "Hello", session=session)
+
+Each Responses input item becomes one sessionary `Message` (through
+`sessionary.formats.openai_responses`), so the history is searchable, branchable and
+readable in every other format. What the SDK stored is exactly what it gets back: an item
+the converter cannot reproduce field for field is stored whole, in a data part beside
+the converted parts, and returned as it was.
+
+The session's items are its history: the path from the root to the head. `pop_item`
+removes the head; if the head has children on other branches it only steps the head
+back, so no branch is lost. Needs `pip install 'sessionary[openai-agents]'`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any, cast
+
+from sessionary.errors import InvalidMessage, MessageNotFound, SessionNotFound
+from sessionary.formats.openai_responses import from_openai_responses, to_openai_responses
+from sessionary.ids import check_id
+from sessionary.integrations._common import (
+    DEFAULT_URL,
+    append_async,
+    install_hint,
+    open_async_manager,
+)
+from sessionary.manager import AsyncSessionManager
+from sessionary.model import DataPart, Message
+from sessionary.session import AsyncSession
+
+try:
+    from agents.items import TResponseInputItem
+    from agents.memory.session import SessionABC
+    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+except ImportError as exc:  # pragma: no cover - exercised by a test that hides the package
+    raise install_hint("openai-agents", "openai-agents", exc) from exc
+
+__all__ = ["SessionarySession", "item_to_message", "message_to_item"]
+
+_ITEM = "openai_agents.item"  # the name of the data part holding an item stored whole
+
+
+def item_to_message(item: TResponseInputItem | Mapping[str, Any]) -> Message:
+    """Return the sessionary message one Responses input item is stored as.
+
+    Raises:
+        InvalidMessage: If the item is not a JSON object.
+    """
+    if not isinstance(item, Mapping):
+        raise InvalidMessage(f"a Responses item must be an object, not {type(item).__name__}")
+    data = dict(item)
+    converted = from_openai_responses([data])
+    if len(converted) == 1:
+        message = converted[0]
+        written = to_openai_responses([message]).value
+        if written == [data]:
+            return message
+        # Keep the converted parts (they are what search and other formats see) and the
+        # item itself, which is what the SDK gets back.
+        message.parts.append(DataPart(data, name=_ITEM))
+        return message
+    return Message(role="user", parts=[DataPart(data, name=_ITEM)])
+
+
+def message_to_item(message: Message) -> TResponseInputItem:
+    """Return the Responses input item a sessionary message stands for.
+
+    A message written by `item_to_message` gives back the item exactly; any other message
+    (one written by another sessionary client) gives its first item in the Responses format.
+    """
+    for part in message.parts:
+        if isinstance(part, DataPart) and part.name == _ITEM:
+            return cast(TResponseInputItem, part.data)
+    items = to_openai_responses([message]).value
+    return cast(TResponseInputItem, items[0] if items else {"role": message.role, "content": ""})
+
+
+class SessionarySession(SessionABC):
+    """An OpenAI Agents SDK session whose items live in one sessionary session.
+
+    The sessionary session is created on the first write. Two instances with the same id
+    and store (in this process or another) see the same items.
+
+    Args:
+        session_id: The session that holds the items (letters, digits, `_`, `.`, `-`).
+        store: A store URL or an `AsyncSessionManager`.
+        tenant: Overrides the manager's tenant (or the URL's default).
+        user: Overrides the manager's user (or the URL's default).
+        session_settings: The SDK's settings; its `limit` is the default for `get_items`.
+
+    Raises:
+        InvalidId: If `session_id` is not a usable id.
+        InvalidURL: If `store` is neither a URL nor an `AsyncSessionManager`.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        store: AsyncSessionManager | str = DEFAULT_URL,
+        *,
+        tenant: str | None = None,
+        user: str | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        self.session_id = check_id(session_id, "session id")
+        self.session_settings = session_settings or SessionSettings()
+        self.manager, self._owned = open_async_manager(store, tenant, user)
+
+    @property
+    def session(self) -> AsyncSession:
+        """The sessionary session holding the items."""
+        return self.manager.session(self.session_id)
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """Return the session's items, oldest first; with `limit`, only the latest ones."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit is not None and limit <= 0:
+            return []
+        try:
+            history = await self.session.history(limit=limit)
+        except SessionNotFound:
+            return []
+        if limit is not None:
+            # sessionary widens a window to keep tool pairs; the SDK asks for exactly `limit`.
+            history = history[-limit:]
+        return [message_to_item(m) for m in history]
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append items after the head, atomically (all of them or none)."""
+        messages = [item_to_message(item) for item in items]
+        await append_async(self.manager, self.session_id, messages)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove the most recent item and return it, or None if there is none."""
+        session = self.session
+        while True:
+            try:
+                head = await session.head()
+                if head is None:
+                    return None
+                if await session.branches(head.id):
+                    await session.checkout(head.parent_id)
+                    return message_to_item(head)
+                if head.id in await session.delete(head.id):
+                    return message_to_item(head)
+            except SessionNotFound:
+                return None
+            except MessageNotFound:
+                continue  # another writer popped it first: pop the new head
+
+    async def clear_session(self) -> None:
+        """Delete every item of the session (on every branch)."""
+        with contextlib.suppress(SessionNotFound):
+            await self.session.clear()
+
+    async def close(self) -> None:
+        """Close the store if this session opened it from a URL."""
+        if self._owned:
+            await self.manager.close()

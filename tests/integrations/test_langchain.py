@@ -1,0 +1,298 @@
+"""LangChain: the chat history over every backend, and lossless message conversion."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+import sessionary
+from sessionary import FilePart, Message, TextPart, ToolResultPart
+from sessionary.integrations.langchain import (
+    SessionaryChatMessageHistory,
+    from_langchain,
+    to_langchain,
+)
+
+CONVERSATION: list[BaseMessage] = [
+    SystemMessage("You answer questions about orders."),
+    HumanMessage("Where is order 17?", id="h1"),
+    AIMessage(
+        "",
+        id="lc_run--0b1c-0",
+        tool_calls=[{"name": "find_order", "args": {"number": 17}, "id": "call_1"}],
+        usage_metadata={"input_tokens": 12, "output_tokens": 5, "total_tokens": 17},
+        response_metadata={"model_name": "gpt-test", "finish_reason": "tool_calls"},
+    ),
+    ToolMessage('{"status": "shipped"}', tool_call_id="call_1", name="find_order"),
+    AIMessage("Order 17 has shipped.", additional_kwargs={"refusal": None}),
+]
+
+UNUSUAL: list[BaseMessage] = [
+    HumanMessage(
+        [
+            {"type": "text", "text": "What is in this picture?", "id": "blk1"},
+            "and this one",
+            {"type": "image", "url": "https://example.com/a.png", "mime_type": "image/png"},
+            {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/b.png"}},
+        ],
+        name="alice",
+    ),
+    AIMessage(
+        [{"type": "reasoning", "reasoning": "It is a cat."}, {"type": "text", "text": "A cat."}],
+        tool_calls=[{"name": "lookup", "args": {}, "id": None}],
+        invalid_tool_calls=[{"name": "bad", "args": "{", "id": "c9", "error": "bad json"}],
+    ),
+    ToolMessage(
+        [{"type": "text", "text": "failed"}],
+        tool_call_id="c2",
+        status="error",
+        artifact={"trace": [1, 2]},
+    ),
+    HumanMessage(""),
+    HumanMessage("an id that sessionary cannot use", id="urn:message/7"),
+    ChatMessage("Looks right to me.", role="critic"),
+    ChatMessage("I am the assistant.", role="assistant"),
+    AIMessageChunk("partial", id="chunk-1"),
+    SystemMessage([{"type": "text", "text": "Be brief."}, {"type": "file", "file_id": "f1"}]),
+]
+
+
+@pytest.mark.parametrize("message", CONVERSATION + UNUSUAL, ids=lambda m: m.type)
+def test_every_message_survives_the_round_trip(message: BaseMessage) -> None:
+    assert to_langchain(from_langchain(message)) == [message]
+
+
+@settings(deadline=None)  # a slow shared machine is not a failure
+@given(
+    content=st.text(),
+    calls=st.lists(
+        st.tuples(
+            st.from_regex(r"[a-z][a-z0-9_]{0,15}", fullmatch=True),
+            st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5)),
+        ),
+        max_size=3,
+    ),
+)
+def test_ai_messages_with_any_text_and_tool_calls_round_trip(
+    content: str, calls: list[tuple[str, dict[str, object]]]
+) -> None:
+    message = AIMessage(
+        content,
+        tool_calls=[
+            {"name": name, "args": args, "id": f"call_{i}"} for i, (name, args) in enumerate(calls)
+        ],
+    )
+    assert to_langchain(from_langchain(message)) == [message]
+
+
+def test_messages_become_sessionary_messages_with_their_tool_pairs() -> None:
+    converted = [from_langchain(m) for m in CONVERSATION]
+    assert [m.role for m in converted] == ["system", "user", "assistant", "tool", "assistant"]
+    assert converted[1].id == "h1"
+    assert converted[1].text == "Where is order 17?"
+    call = converted[2].tool_calls[0]
+    assert (call.id, call.name, call.arguments) == ("call_1", "find_order", {"number": 17})
+    result = converted[3].tool_results[0]
+    assert (result.call_id, result.output, result.is_error) == (
+        "call_1",
+        '{"status": "shipped"}',
+        False,
+    )
+    assert converted[2].metadata["langchain"]["usage_metadata"]["total_tokens"] == 17
+    assert "langchain" not in converted[1].metadata  # nothing beyond what parts carry
+    error = from_langchain(UNUSUAL[2]).tool_results[0]
+    assert error.is_error and error.output == [{"type": "text", "text": "failed"}]
+    image = from_langchain(UNUSUAL[0]).parts[2]
+    assert isinstance(image, FilePart) and image.url == "https://example.com/a.png"
+
+
+def test_messages_without_a_sessionary_counterpart_are_refused() -> None:
+    with pytest.raises(sessionary.InvalidMessage, match="remove"):
+        from_langchain(RemoveMessage(id="x"))
+    with pytest.raises(sessionary.InvalidMessage):
+        from_langchain("hello")  # type: ignore[arg-type]
+
+
+def test_history_stores_and_returns_the_conversation(manager: sessionary.SessionManager) -> None:
+    history = SessionaryChatMessageHistory("chat-1", manager)
+    assert history.messages == []
+    history.add_messages(CONVERSATION[:3])
+    history.add_message(CONVERSATION[3])
+    history.add_ai_message(CONVERSATION[4])  # type: ignore[arg-type]
+    assert history.messages == CONVERSATION
+    again = SessionaryChatMessageHistory("chat-1", manager)
+    assert again.messages == CONVERSATION
+    stored = manager.session("chat-1").history()
+    assert [m.role for m in stored] == ["system", "user", "assistant", "tool", "assistant"]
+    assert SessionaryChatMessageHistory("chat-2", manager).messages == []
+
+
+def test_unusual_messages_survive_the_store(manager: sessionary.SessionManager) -> None:
+    history = SessionaryChatMessageHistory("odd", manager)
+    history.add_messages(UNUSUAL)
+    assert history.messages == UNUSUAL
+
+
+def test_clear_empties_the_session_but_keeps_it(manager: sessionary.SessionManager) -> None:
+    history = SessionaryChatMessageHistory("chat", manager)
+    history.clear()  # nothing to clear yet: no error
+    history.add_messages(CONVERSATION)
+    history.clear()
+    assert history.messages == []
+    assert manager.get("chat") is not None
+
+
+def test_adding_a_message_twice_stores_it_once(manager: sessionary.SessionManager) -> None:
+    history = SessionaryChatMessageHistory("chat", manager)
+    history.add_message(CONVERSATION[1])
+    history.add_message(CONVERSATION[1])
+    assert history.messages == [CONVERSATION[1]]
+
+
+def test_a_bad_message_in_a_batch_stores_nothing(manager: sessionary.SessionManager) -> None:
+    history = SessionaryChatMessageHistory("chat", manager)
+    history.add_messages(CONVERSATION[:2])
+    with pytest.raises(sessionary.InvalidMessage):
+        history.add_messages([HumanMessage("fine"), RemoveMessage(id="gone")])
+    with pytest.raises(sessionary.InvalidMessage):
+        history.add_messages([HumanMessage("fine"), AIMessage("x", additional_kwargs={"s": {1}})])
+    assert history.messages == CONVERSATION[:2]
+
+
+def test_checkout_changes_what_langchain_sees(manager: sessionary.SessionManager) -> None:
+    history = SessionaryChatMessageHistory("chat", manager)
+    history.add_messages([HumanMessage("first", id="q1"), AIMessage("one", id="a1")])
+    manager.session("chat").checkout("q1")
+    history.add_message(AIMessage("another answer", id="a2"))
+    assert history.messages == [
+        HumanMessage("first", id="q1"),
+        AIMessage("another answer", id="a2"),
+    ]
+    assert [m.id for m in manager.session("chat").branches("q1")] == ["a1", "a2"]
+
+
+def test_messages_written_without_langchain_read_sensibly(
+    manager: sessionary.SessionManager,
+) -> None:
+    session = manager.create(id="plain")
+    session.append(Message(role="user", parts=[TextPart("look"), TextPart("here")], id="u1"))
+    session.append(
+        Message(
+            role="user",
+            parts=[FilePart(mime_type="image/png", url="https://example.com/c.png")],
+            id="u2",
+        )
+    )
+    session.append(Message.assistant(tool_calls=[], id="a1"))
+    session.append(
+        Message(
+            role="tool",
+            parts=[ToolResultPart("c1", "one"), ToolResultPart("c2", "two", is_error=True)],
+            id="t1",
+        )
+    )
+    got = SessionaryChatMessageHistory("plain", manager).messages
+    assert got[0] == HumanMessage("look\nhere", id="u1")
+    assert got[1] == HumanMessage(
+        [{"type": "image", "url": "https://example.com/c.png", "mime_type": "image/png"}],
+        id="u2",
+    )
+    assert got[2] == AIMessage("", id="a1")
+    assert got[3:] == [
+        ToolMessage("one", tool_call_id="c1", id="t1"),
+        ToolMessage("two", tool_call_id="c2", status="error", id="t1.1"),
+    ]
+
+
+def test_history_messages_are_searchable(manager: sessionary.SessionManager) -> None:
+    history = SessionaryChatMessageHistory("chat", manager)
+    history.add_messages(CONVERSATION)
+    try:
+        hits = manager.search("shipped")
+    except sessionary.Unsupported:
+        pytest.skip("this backend has no full-text search")
+    assert {hit.session_id for hit in hits} == {"chat"}
+    assert len(hits) == 2
+
+
+def test_history_scopes_by_tenant_and_user(manager: sessionary.SessionManager) -> None:
+    alice = SessionaryChatMessageHistory("chat", manager, user="alice")
+    bob = SessionaryChatMessageHistory("chat", manager, user="bob")
+    alice.add_message(HumanMessage("alice's secret", id="s1"))
+    assert bob.messages == []
+    assert manager.for_user("alice").session("chat").history()[0].text == "alice's secret"
+
+
+def test_history_opened_from_a_url_persists(tmp_path: object) -> None:
+    url = f"sqlite:///{tmp_path}/lc.db"
+    first = SessionaryChatMessageHistory("chat", url)
+    first.add_messages(CONVERSATION)
+    first.close()
+    second = SessionaryChatMessageHistory("chat", url)
+    try:
+        assert second.messages == CONVERSATION
+    finally:
+        second.close()
+
+
+async def test_async_methods_on_a_sync_manager(manager: sessionary.SessionManager) -> None:
+    history = SessionaryChatMessageHistory("chat", manager)
+    await history.aadd_messages(CONVERSATION)
+    assert await history.aget_messages() == CONVERSATION
+    await history.aclear()
+    assert history.messages == []
+
+
+async def test_async_methods_on_an_async_manager(
+    amanager: sessionary.AsyncSessionManager,
+) -> None:
+    history = SessionaryChatMessageHistory("chat", amanager)
+    assert await history.aget_messages() == []
+    await history.aclear()
+    await history.aadd_messages(CONVERSATION)
+    assert await history.aget_messages() == CONVERSATION
+    stored = await amanager.session("chat").history()
+    assert len(stored) == len(CONVERSATION)
+    with pytest.raises(TypeError, match="aget_messages"):
+        _ = history.messages
+    await history.aclear()
+    assert await history.aget_messages() == []
+    await history.aclose()  # the manager is the caller's: still open
+    assert await amanager.get("chat") is not None
+
+
+def test_a_bad_store_argument_is_refused() -> None:
+    with pytest.raises(sessionary.InvalidURL):
+        SessionaryChatMessageHistory("chat", 42)  # type: ignore[arg-type]
+    with pytest.raises(sessionary.InvalidURL):
+        SessionaryChatMessageHistory("chat", "nosuch://x")
+
+
+def test_a_bad_session_id_is_refused(manager: sessionary.SessionManager) -> None:
+    history = SessionaryChatMessageHistory("no/slashes", manager)
+    with pytest.raises(sessionary.InvalidId):
+        history.add_message(HumanMessage("hi"))
+
+
+def test_a_missing_langchain_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_core.chat_history", None)
+    monkeypatch.delitem(sys.modules, "sessionary.integrations.langchain")
+    with pytest.raises(ImportError, match=r"sessionary\[langchain\]"):
+        importlib.import_module("sessionary.integrations.langchain")
+    monkeypatch.undo()
+    importlib.import_module("sessionary.integrations.langchain")

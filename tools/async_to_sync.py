@@ -36,6 +36,7 @@ GENERATED: dict[str, str] = {
     "stores/sql.py": "_sync/stores/sql.py",
     "kv/base.py": "_sync/kv/base.py",
     "kv/incremental.py": "_sync/kv/incremental.py",
+    "compaction/llm.py": "_sync/compaction/llm.py",
 }
 
 # Renames beyond the rule that strips the prefix of `Async[A-Z]...` names.

@@ -17,6 +17,7 @@ SessionaryError
 │   ├── HeadConflict        the session's head moved since the caller looked
 │   └── VersionConflict     the state's version moved since the caller looked
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
+├── SummarizerError         a compaction's summarizer failed (model error, timeout, blank)
 └── StoreError              the backend failed
     ├── StoreUnavailable    the server or file cannot be reached or opened
     ├── BackendNotInstalled the backend's optional dependency is missing
@@ -48,6 +49,7 @@ __all__ = [
     "SessionaryError",
     "StoreError",
     "StoreUnavailable",
+    "SummarizerError",
     "Unsupported",
     "VersionConflict",
 ]
@@ -115,6 +117,10 @@ class VersionConflict(Conflict):
 
 class Unsupported(SessionaryError):
     """The backend does not have the capability this call needs."""
+
+
+class SummarizerError(SessionaryError):
+    """A compaction's summarizer failed; the history is left as it was."""
 
 
 class StoreError(SessionaryError):

@@ -17,6 +17,7 @@ EXPECTED = {
     "SessionNotFound", "SessionaryError", "State", "Store", "StoreError", "StoreUnavailable",
     "TextPart", "ToolCallPart", "ToolResultPart", "Unsupported", "VersionConflict",
     "__version__", "new_id", "open_async_store", "open_store",
+    "Document", "DocumentHit", "InvalidDocument",
 }  # fmt: skip
 
 

@@ -8,14 +8,15 @@ SessionaryError
 │   ├── InvalidQuery        a search query with nothing to match, or too long
 │   ├── InvalidURL          a store URL that names no known backend or is malformed
 │   ├── InvalidPatch        a state patch that is not a JSON object
-│   └── PayloadTooLarge     a message or state over the store's size limit
+│   ├── InvalidDocument     a malformed document namespace, key, body, text, author, version
+│   └── PayloadTooLarge     a message, state or document over the store's size limit
 ├── NotFound                the thing asked for does not exist in this scope (also a LookupError)
 │   ├── SessionNotFound
 │   └── MessageNotFound
 ├── Conflict                another writer got there first; re-read and retry
 │   ├── AlreadyExists       a session id that is taken
 │   ├── HeadConflict        the session's head moved since the caller looked
-│   └── VersionConflict     the state's version moved since the caller looked
+│   └── VersionConflict     a state's or document's version moved since the caller looked
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
 ├── SummarizerError         a compaction's summarizer failed (model error, timeout, blank)
 └── StoreError              the backend failed
@@ -35,6 +36,7 @@ __all__ = [
     "BackendNotInstalled",
     "Conflict",
     "HeadConflict",
+    "InvalidDocument",
     "InvalidId",
     "InvalidInput",
     "InvalidMessage",
@@ -83,8 +85,12 @@ class InvalidPatch(InvalidInput):
     """A state patch is not a JSON object."""
 
 
+class InvalidDocument(InvalidInput):
+    """A document's namespace, key, body, text, author or version is malformed."""
+
+
 class PayloadTooLarge(InvalidInput):
-    """A message or state document is over the store's size limit."""
+    """A message, state or document is over the store's size limit."""
 
 
 class NotFound(SessionaryError, LookupError):
@@ -112,7 +118,7 @@ class HeadConflict(Conflict):
 
 
 class VersionConflict(Conflict):
-    """The state's version is no longer the one the caller expected."""
+    """A state's or document's version is no longer the one the caller expected."""
 
 
 class Unsupported(SessionaryError):

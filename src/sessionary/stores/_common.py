@@ -12,15 +12,37 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge, VersionConflict
+from sessionary.errors import (
+    InvalidDocument,
+    InvalidInput,
+    InvalidMessage,
+    PayloadTooLarge,
+    VersionConflict,
+)
 from sessionary.ids import check_id
 from sessionary.model import Message, check_message, encode_body, message_text, to_micros
-from sessionary.records import Scope, SessionInfo, State, StateLevel, check_object, merge_patch
+from sessionary.records import (
+    Document,
+    Scope,
+    SessionInfo,
+    State,
+    StateLevel,
+    check_object,
+    merge_patch,
+)
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "HIGHLIGHT",
+    "MAX_AUTHOR_LENGTH",
+    "MAX_KEY_LENGTH",
     "Prepared",
+    "PreparedDocument",
+    "check_document_key",
+    "check_document_version",
+    "check_expected_version",
+    "check_namespace",
+    "check_restored_versions",
     "check_cost",
     "check_count",
     "check_limit",
@@ -30,6 +52,7 @@ __all__ = [
     "encode_json",
     "gc_paused",
     "next_state",
+    "prepare_document",
     "prepare_messages",
     "scopes_from_rows",
     "state_owner",
@@ -282,3 +305,161 @@ def scopes_from_rows(rows: Sequence[Sequence[str]]) -> list[Scope]:
     """Return the sorted, distinct scopes of (tenant, user) rows; user "" is the default."""
     pairs = {(tenant, user or "default") for tenant, user in rows}
     return [Scope(tenant, user) for tenant, user in sorted(pairs)]
+
+
+# ---------------------------------------------------------------------- documents
+
+MAX_KEY_LENGTH = 512
+"""The longest document key, in characters."""
+MAX_AUTHOR_LENGTH = 128
+"""The longest document author, in characters."""
+
+_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedDocument:
+    """A checked document write: its fields, and its body encoded as a backend stores it."""
+
+    namespace: str
+    key: str
+    body: dict[str, Any]
+    body_json: str
+    text: str
+    author: str
+
+
+def check_namespace(namespace: object) -> str:
+    """Return `namespace` if it is a usable document namespace.
+
+    A namespace is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`,
+    starting with a letter or digit.
+
+    Raises:
+        InvalidDocument: If it is not.
+    """
+    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        raise InvalidDocument(
+            f"a document namespace must be 1 to 128 letters, digits, '_', '.', ':' or '-', "
+            f"starting with a letter or digit; got {namespace!r}"
+        )
+    return namespace
+
+
+def check_document_key(key: object) -> str:
+    """Return `key` if it is a usable document key: 1 to 512 characters, no control ones.
+
+    Raises:
+        InvalidDocument: If it is not.
+    """
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH or not _LABEL.match(key):
+        raise InvalidDocument(
+            f"a document key must be 1 to {MAX_KEY_LENGTH} characters without control "
+            f"characters; got {key!r:.80}"
+        )
+    check_text(key, "a document key", InvalidDocument)
+    return key
+
+
+def check_expected_version(expected: object) -> int | None:
+    """Return `expected` if it is None or a whole number of at least 0.
+
+    Raises:
+        InvalidDocument: If it is not.
+    """
+    if expected is None:
+        return None
+    if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
+        raise InvalidDocument(
+            f"expected_version must be None or a whole number of at least 0, got {expected!r}"
+        )
+    return expected
+
+
+def check_document_version(version: object) -> int | None:
+    """Return `version` if it is None (the latest) or a whole number of at least 1.
+
+    Raises:
+        InvalidDocument: If it is not.
+    """
+    if version is None:
+        return None
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidDocument(f"a document version must be at least 1, got {version!r}")
+    return version
+
+
+def _check_author(author: object) -> str:
+    if not isinstance(author, str) or len(author) > MAX_AUTHOR_LENGTH or not _LABEL.match(author):
+        raise InvalidDocument(
+            f"a document author must be a string of at most {MAX_AUTHOR_LENGTH} printable "
+            f"characters; got {author!r:.80}"
+        )
+    check_text(author, "a document author", InvalidDocument)
+    return author
+
+
+def prepare_document(
+    namespace: object, key: object, body: object, text: object, author: object, max_bytes: int
+) -> PreparedDocument:
+    """Check a document write and encode its body, before anything is written.
+
+    The encoded size of a document is its body's JSON plus its text, in UTF-8 bytes.
+
+    Raises:
+        InvalidDocument: If a field is malformed.
+        PayloadTooLarge: If the encoded document is over `max_bytes`.
+    """
+    namespace = check_namespace(namespace)
+    key = check_document_key(key)
+    checked = check_object(body, "a document body", InvalidDocument)
+    if not isinstance(text, str):
+        raise InvalidDocument(f"a document's text must be a string, not {type(text).__name__}")
+    size = check_text(text, "a document's text", InvalidDocument)
+    try:
+        body_json = json.dumps(checked, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - check_object refused these
+        raise InvalidDocument(f"a document body must hold only JSON values: {exc}") from None
+    size += check_text(body_json, "a document body", InvalidDocument)
+    if size > max_bytes:
+        raise PayloadTooLarge(
+            f"document {namespace}/{key:.80} is {size} bytes encoded; the limit is {max_bytes}"
+        )
+    body_copy = json.loads(body_json)
+    return PreparedDocument(namespace, key, body_copy, body_json, text, _check_author(author))
+
+
+def check_restored_versions(
+    versions: Sequence[Document], max_bytes: int
+) -> list[tuple[Document, PreparedDocument]]:
+    """Check the versions `restore_document` is given: one document, distinct versions.
+
+    Returns:
+        Each version with its checked write, in version order.
+
+    Raises:
+        InvalidDocument: If a version is malformed, two share a number, or they name
+            more than one document.
+        PayloadTooLarge: If a version is over `max_bytes` encoded.
+    """
+    if isinstance(versions, Document) or not isinstance(versions, Sequence):
+        raise InvalidDocument("restore_document expects a sequence of Document versions")
+    out: list[tuple[Document, PreparedDocument]] = []
+    for doc in versions:
+        if not isinstance(doc, Document):
+            raise InvalidDocument(f"expected a Document, not {type(doc).__name__}")
+        number = doc.version
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise InvalidDocument(f"a document version must be at least 1, not {number!r}")
+        if not isinstance(doc.updated_at, datetime):
+            raise InvalidDocument("a document version's updated_at must be a datetime")
+        prepared = prepare_document(
+            doc.namespace, doc.key, doc.body, doc.text, doc.author, max_bytes
+        )
+        out.append((doc, prepared))
+    out.sort(key=lambda pair: pair[0].version)
+    if len({(d.namespace, d.key) for d, _ in out}) > 1:
+        raise InvalidDocument("restore_document writes the versions of one document at a time")
+    if len({d.version for d, _ in out}) != len(out):
+        raise InvalidDocument("restore_document was given the same version twice")
+    return out

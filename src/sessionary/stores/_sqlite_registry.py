@@ -153,6 +153,11 @@ class SQLiteRegistry(SQLiteBase):
                 "AND owner = ?",
                 (scope.tenant, scope.user, session_id),
             )
+            db.execute(  # a trigger deletes their versions and index rows
+                "DELETE FROM documents WHERE level = 'session' AND tenant = ? AND user_id = ? "
+                "AND owner = ?",
+                (scope.tenant, scope.user, session_id),
+            )
             db.execute("DELETE FROM sessions WHERE pk = ?", (pk,))
             lower_watermark(db)
             return True
@@ -203,6 +208,8 @@ class SQLiteRegistry(SQLiteBase):
         with self._read() as db:
             rows = db.execute(
                 "SELECT tenant, user_id FROM sessions UNION SELECT tenant, user_id FROM states "
+                "WHERE level IN ('user', 'app') AND version > 0 "
+                "UNION SELECT tenant, user_id FROM documents "
                 "WHERE level IN ('user', 'app') AND version > 0"
             ).fetchall()
         return scopes_from_rows(rows)

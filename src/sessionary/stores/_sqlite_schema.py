@@ -17,6 +17,11 @@ Design notes:
   (depth, seq) order, which puts parents first and is the same again after an import.
 - `messages_fts` is an external-content FTS5 index over `messages.text`. It is filled in
   batches (see `search_progress`), not by a trigger in every append transaction.
+- `documents` holds one row per document (its owner, latest version number and text);
+  `document_versions` one row per version (body, text, author, time). The row of a
+  document is what `documents_fts` indexes, by triggers: documents are written far less
+  often than messages are appended, and their index is then always current. Deleting a
+  document's row deletes its versions (a trigger) so no version outlives its document.
 """
 
 from __future__ import annotations
@@ -90,8 +95,47 @@ CREATE TABLE states (
 ) WITHOUT ROWID
 """
 
+_V2 = """
+CREATE TABLE documents (
+    pk INTEGER PRIMARY KEY,
+    level TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    doc_key TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    UNIQUE (level, tenant, user_id, owner, namespace, doc_key)
+);
+CREATE TABLE document_versions (
+    document_pk INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    text TEXT NOT NULL,
+    author TEXT NOT NULL,
+    updated_us INTEGER NOT NULL,
+    PRIMARY KEY (document_pk, version)
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE documents_fts USING fts5 (
+    text, content = 'documents', content_rowid = 'pk', tokenize = 'porter unicode61'
+);
+CREATE TRIGGER documents_index AFTER INSERT ON documents BEGIN
+    INSERT INTO documents_fts (rowid, text) VALUES (new.pk, new.text);
+END;
+CREATE TRIGGER documents_reindex AFTER UPDATE OF text ON documents BEGIN
+    INSERT INTO documents_fts (documents_fts, rowid, text) VALUES ('delete', old.pk, old.text);
+    INSERT INTO documents_fts (rowid, text) VALUES (new.pk, new.text);
+END;
+CREATE TRIGGER documents_drop AFTER DELETE ON documents BEGIN
+    INSERT INTO documents_fts (documents_fts, rowid, text) VALUES ('delete', old.pk, old.text);
+    DELETE FROM document_versions WHERE document_pk = old.pk;
+END
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, messages, search index and state", _V1),
+    (2, "versioned documents with a search index", _V2),
 ]
 """(version, name, SQL) in order; statements end with semicolons (triggers may hold more)."""
 

@@ -58,8 +58,9 @@ from sessionary.stores._common import (
     scopes_from_rows,
     state_owner,
 )
+from sessionary.stores._memory_documents import MemoryDocuments
 from sessionary.stores._textmatch import match_text
-from sessionary.stores.base import SEARCH
+from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 
 __all__ = ["MemoryEngine", "open_memory_engine"]
 
@@ -94,17 +95,18 @@ def _now_us() -> int:
     return to_micros(datetime.now(UTC))
 
 
-class MemoryEngine:
+class MemoryEngine(MemoryDocuments):
     """Keeps everything in process memory, guarded by one lock."""
 
     blocking = False
-    capabilities = frozenset({SEARCH})
+    capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
 
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self.max_message_bytes = max_message_bytes
         self._lock = threading.RLock()
         self._sessions: dict[tuple[str, str, str], _Session] = {}
         self._states: dict[tuple[str, str, str, str], State] = {}
+        self._docs = {}
         self._seq = 0
 
     # ------------------------------------------------------------------ sessions
@@ -193,6 +195,7 @@ class MemoryEngine:
         with self._lock:
             removed = self._sessions.pop((scope.tenant, scope.user, session_id), None)
             self._states.pop(("session", scope.tenant, scope.user, session_id), None)
+            self._drop_session_documents(scope, session_id)
             return removed is not None
 
     # ------------------------------------------------------------------ messages
@@ -458,6 +461,7 @@ class MemoryEngine:
                 for (level, tenant, user, _), state in self._states.items()
                 if level != "session" and state.version
             ]
+            rows += self._document_scope_rows()
         return scopes_from_rows(rows)
 
     # ------------------------------------------------------------------ whole sessions

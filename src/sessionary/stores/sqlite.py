@@ -1,10 +1,11 @@
 """The SQLite engine, the default store: `sqlite:///relative.db`, `sqlite:////abs/path.db`.
 
 This module holds messages: appends, the tree, reads and search. The engine is built in
-three layers: `_sqlite_base` (the connection, durability, migrations, transactions),
-`_sqlite_registry` (session rows and state documents), and this one. An append reads
-the head it builds on inside its `BEGIN IMMEDIATE` transaction, so appends from any
-number of threads and processes never interleave or build on a stale head.
+four layers: `_sqlite_base` (the connection, durability, migrations, transactions),
+`_sqlite_registry` (session rows and state documents), `_sqlite_documents` (versioned
+documents), and this one. An append reads the head it builds on inside its `BEGIN
+IMMEDIATE` transaction, so appends from any number of threads and processes never
+interleave or build on a stale head.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from sessionary.stores._rows import (
     now_us,
     stored_copy,
 )
+from sessionary.stores._sqlite_documents import SQLiteDocuments
 from sessionary.stores._sqlite_index import (
     INDEX_BATCH,
     catch_up,
@@ -55,7 +57,6 @@ from sessionary.stores._sqlite_index import (
     reindex,
     unindex_where,
 )
-from sessionary.stores._sqlite_registry import SQLiteRegistry
 from sessionary.stores._sqlite_rows import (
     APPEND_AT_HEAD_SQL,
     INSERT_SQL,
@@ -64,16 +65,16 @@ from sessionary.stores._sqlite_rows import (
     PATH_SQL,
     store_error,
 )
-from sessionary.stores.base import SEARCH
+from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 
 __all__ = ["SQLiteEngine"]
 
 
-class SQLiteEngine(SQLiteRegistry):
+class SQLiteEngine(SQLiteDocuments):
     """Stores sessions in one SQLite file through the standard library's sqlite3."""
 
     blocking = True
-    capabilities = frozenset({SEARCH})
+    capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
 
     # ------------------------------------------------------------------ appends
 

@@ -38,6 +38,13 @@ STORE_METHODS = (
     "import_session",
     "restore_state",
     "list_scopes",
+    "put_document",
+    "get_document",
+    "list_documents",
+    "document_versions",
+    "delete_document",
+    "search_documents",
+    "restore_document",
 )
 
 

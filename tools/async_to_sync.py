@@ -37,6 +37,7 @@ GENERATED: dict[str, str] = {
     "kv/base.py": "_sync/kv/base.py",
     "kv/incremental.py": "_sync/kv/incremental.py",
     "compaction/llm.py": "_sync/compaction/llm.py",
+    "compaction/runtime.py": "_sync/compaction/runtime.py",
 }
 
 # Renames beyond the rule that strips the prefix of `Async[A-Z]...` names.

@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sessionary.errors import InvalidInput, InvalidMessage, SessionNotFound
+from sessionary.compaction.overlays import Overlay
+from sessionary.compaction.planner import check_not_synthetic
+from sessionary.compaction.policy import CompactionPolicy
+from sessionary.compaction.runtime import AsyncCompactor
+from sessionary.compaction.view import read_range
+from sessionary.errors import InvalidInput, InvalidMessage, MessageNotFound, SessionNotFound
 from sessionary.ids import check_id
 from sessionary.model import ROLES, Message, parse_message
 from sessionary.query import parse_query
@@ -80,12 +85,13 @@ def coerce_message(message: Message | Mapping[str, Any]) -> Message:
     """Return `message` as a Message, parsing a mapping.
 
     Raises:
-        InvalidMessage: If `message` is neither a Message nor a valid message mapping.
+        InvalidMessage: If `message` is neither a Message nor a valid message mapping, or
+            is a compaction summary echoed back (those are never stored as messages).
     """
     if isinstance(message, Message):
-        return message
+        return check_not_synthetic(message)
     if isinstance(message, Mapping):
-        return parse_message(message)
+        return check_not_synthetic(parse_message(message))
     raise InvalidMessage(f"expected a Message or a mapping, not {type(message).__name__}")
 
 
@@ -93,13 +99,22 @@ class AsyncSession:
     """A handle on one stored session; it holds no messages itself.
 
     Every method reads or writes the store, so several handles (in this process or
-    others) on the same session always agree.
+    others) on the same session always agree. `compaction` sets how the session compacts
+    (see `CompactionPolicy`); overlays already stored apply to every handle.
     """
 
-    def __init__(self, store: AsyncStore, scope: Scope, session_id: str) -> None:
+    def __init__(
+        self,
+        store: AsyncStore,
+        scope: Scope,
+        session_id: str,
+        *,
+        compaction: CompactionPolicy | None = None,
+    ) -> None:
         self._store = store
         self._scope = scope
         self._id = check_id(session_id, "session id")
+        self._compactor = AsyncCompactor(store, scope, self._id, compaction or CompactionPolicy())
 
     @property
     def id(self) -> str:
@@ -153,6 +168,7 @@ class AsyncSession:
             check_parent(parent),
             check_expected_head(expected_head),
         )
+        await self._compactor.after_append()
         return stored[0]
 
     async def append_all(
@@ -172,9 +188,11 @@ class AsyncSession:
         batch = [coerce_message(m) for m in messages]
         if not batch:
             return []
-        return await self._store.append(
+        stored = await self._store.append(
             self._scope, self._id, batch, check_parent(parent), check_expected_head(expected_head)
         )
+        await self._compactor.after_append()
+        return stored
 
     async def update(self, message: Message | Mapping[str, Any]) -> Message:
         """Replace a stored message's parts and metadata (its role and place stay).
@@ -223,17 +241,23 @@ class AsyncSession:
         path = await self._store.get_path(self._scope, self._id, None, 1)
         return path[-1] if path else None
 
-    async def history(self, leaf: str | None = None, limit: int | None = None) -> list[Message]:
+    async def history(
+        self, leaf: str | None = None, limit: int | None = None, *, raw: bool = False
+    ) -> list[Message]:
         """Return the path from the root to `leaf` (default: the head), oldest first.
 
         With `limit`, return the most recent `limit` messages without reading the rest,
         widened backwards where needed so that no tool result is shown without its call.
+        A compacted range shows as its summary message; `raw=True` shows the originals.
 
         Raises:
             MessageNotFound: If `leaf` is not in this session.
         """
         check_limit(limit)
         leaf = _optional_id(leaf, "leaf message id")
+        shown = None if raw else await self._compactor.overlaid(leaf)
+        if shown is not None:
+            return shown if limit is None else shown[pair_safe_start(shown, len(shown) - limit) :]
         window = await self._store.get_path(self._scope, self._id, leaf, limit)
         if limit is None:
             return window
@@ -247,6 +271,49 @@ class AsyncSession:
             if start > 0:
                 break
         return window
+
+    # ------------------------------------------------------------------ compaction
+
+    async def compact(self, leaf: str | None = None) -> Overlay | None:
+        """Summarize the older part of the branch ending at `leaf` (default: the head).
+
+        Stores an overlay and returns it, or None when nothing needs compacting. The
+        originals stay stored, searchable and readable with `history(raw=True)`.
+
+        Raises:
+            Unsupported: If the store has no documents.
+            SummarizerError: If the summarizer fails; nothing is stored.
+        """
+        return await self._compactor.compact(_optional_id(leaf, "leaf message id"))
+
+    async def overlays(self) -> list[Overlay]:
+        """Return the session's compaction overlays on every branch, oldest first."""
+        return await self._compactor.overlays()
+
+    async def context_messages(self, leaf: str | None = None) -> list[Message]:
+        """Return the history a model should see, as the compaction policy says.
+
+        Overlays are applied, large tool results previewed, long tool arguments clipped.
+        """
+        return await self._compactor.context(_optional_id(leaf, "leaf message id"))
+
+    async def estimate_tokens(self, leaf: str | None = None) -> int:
+        """Return the estimated prompt tokens of `context_messages` (plus the reserve)."""
+        return await self._compactor.estimate(_optional_id(leaf, "leaf message id"))
+
+    async def read_tool_result(
+        self, message_id: str, call_id: str | None = None, start: int = 0, end: int | None = None
+    ) -> str:
+        """Return characters `start`..`end` of a stored tool result's whole output.
+
+        Raises:
+            MessageNotFound: If no message with that id is in this session.
+            InvalidInput: If it holds no such result, or the range is malformed.
+        """
+        message = await self.get_message(message_id)
+        if message is None:
+            raise MessageNotFound(f"no message {message_id!r} in this session")
+        return read_range(message, call_id, start, end)
 
     async def branches(self, message_id: str) -> list[Message]:
         """Return the children of a message, oldest first.

@@ -29,6 +29,7 @@ __all__ = [
     "Summarizer",
     "build_prompt",
     "check_summary",
+    "durable_facts",
     "extract_references",
     "previous_text",
     "render_transcript",
@@ -351,3 +352,16 @@ def previous_text(messages: Sequence[Message]) -> str | None:
         summary = info.get("summary") if isinstance(info, dict) else None
         texts.append(summary if isinstance(summary, str) else message.text)
     return "\n\n".join(texts) if texts else None
+
+
+def durable_facts(messages: Sequence[Message]) -> list[str]:
+    """Return the facts of `messages` worth keeping in memory: decisions, errors, references.
+
+    Deterministic and offline, like `structured_summary`; used by the memory flush that
+    runs before a range is compacted.
+    """
+    answered = {r.call_id for m in messages for r in m.tool_results}
+    notes = _Notes()
+    for message in messages:
+        _note_message(notes, message, answered)
+    return _unique([*notes.points, *_reference_lines(notes.refs)])

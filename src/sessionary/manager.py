@@ -11,6 +11,8 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
+from sessionary.compaction.policy import CompactionPolicy
+from sessionary.compaction.split import continuation
 from sessionary.errors import AlreadyExists, InvalidInput, InvalidURL, SessionNotFound
 from sessionary.ids import check_id, new_id
 from sessionary.model import Message, parse_message
@@ -49,6 +51,7 @@ class AsyncSessionManager:
             store opened here from a URL is closed by `close`; one passed in is not.
         tenant: The application that owns the data.
         user: The user within the tenant.
+        compaction: How its sessions compact (see `CompactionPolicy`).
     """
 
     def __init__(
@@ -57,8 +60,10 @@ class AsyncSessionManager:
         *,
         tenant: str = "default",
         user: str = "default",
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         self.scope = Scope(tenant, user)
+        self.compaction = compaction
         if not isinstance(store, str) and not hasattr(store, "capabilities"):
             raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
         self._owns_store = isinstance(store, str)
@@ -78,7 +83,7 @@ class AsyncSessionManager:
     def for_user(self, user: str, *, tenant: str | None = None) -> AsyncSessionManager:
         """Return a manager for another user (and tenant) sharing this one's store."""
         tenant = self.scope.tenant if tenant is None else tenant
-        return AsyncSessionManager(self.store, tenant=tenant, user=user)
+        return AsyncSessionManager(self.store, tenant=tenant, user=user, compaction=self.compaction)
 
     # ------------------------------------------------------------------ registry
 
@@ -89,7 +94,7 @@ class AsyncSessionManager:
             InvalidId: If the id is malformed. (A missing session raises
                 `SessionNotFound` from the handle's first read or write.)
         """
-        return AsyncSession(self.store, self.scope, session_id)
+        return AsyncSession(self.store, self.scope, session_id, compaction=self.compaction)
 
     async def create(
         self,
@@ -243,6 +248,42 @@ class AsyncSessionManager:
             head_id=path[-1].id if path else None,
         )
         created = await self.store.import_session(self.scope, info, path, state)
+        return self.session(created.id)
+
+    async def compact_and_split(
+        self, session_id: str, *, name: str | None = None, id: str | None = None
+    ) -> AsyncSession:
+        """End a session and continue it in a new one that starts from its summary.
+
+        The head's branch is compacted with no protected head; the new session (whose
+        parent is `session_id`) holds the summary as an ordinary first message (marked
+        in its metadata under ``sessionary.continued_from``) followed by the kept tail,
+        and a copy of the state. The old session ends with the reason ``compacted``; its
+        messages stay readable and searchable.
+
+        Raises:
+            SessionNotFound: If there is no such session.
+            Unsupported: If the store has no documents.
+            SummarizerError: If the summarizer fails; nothing is changed.
+        """
+        source = await self.get(session_id)
+        if source is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        old = self.session(session_id)
+        await old.compact(protect_head=0)
+        messages = continuation(await old.history(), session_id)
+        state = await self.store.get_state(self.scope, "session", session_id)
+        info = SessionInfo(
+            id=id if id is not None else new_id(),
+            name=name if name is not None else source.name,
+            parent_session_id=session_id,
+            model=source.model,
+            source=source.source,
+            metadata=dict(source.metadata),
+            head_id=messages[-1].id if messages else None,
+        )
+        created = await self.store.import_session(self.scope, info, messages, state)
+        await self.end(session_id, "compacted")
         return self.session(created.id)
 
     # ------------------------------------------------------------------ search and state

@@ -16,6 +16,8 @@ from typing import Any
 from sessionary._sync.session import Session, check_role
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.registry import open_store
+from sessionary.compaction.policy import CompactionPolicy
+from sessionary.compaction.split import continuation
 from sessionary.errors import AlreadyExists, InvalidInput, InvalidURL, SessionNotFound
 from sessionary.ids import check_id, new_id
 from sessionary.model import Message, parse_message
@@ -51,6 +53,7 @@ class SessionManager:
             store opened here from a URL is closed by `close`; one passed in is not.
         tenant: The application that owns the data.
         user: The user within the tenant.
+        compaction: How its sessions compact (see `CompactionPolicy`).
     """
 
     def __init__(
@@ -59,8 +62,10 @@ class SessionManager:
         *,
         tenant: str = "default",
         user: str = "default",
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         self.scope = Scope(tenant, user)
+        self.compaction = compaction
         if not isinstance(store, str) and not hasattr(store, "capabilities"):
             raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
         self._owns_store = isinstance(store, str)
@@ -80,7 +85,7 @@ class SessionManager:
     def for_user(self, user: str, *, tenant: str | None = None) -> SessionManager:
         """Return a manager for another user (and tenant) sharing this one's store."""
         tenant = self.scope.tenant if tenant is None else tenant
-        return SessionManager(self.store, tenant=tenant, user=user)
+        return SessionManager(self.store, tenant=tenant, user=user, compaction=self.compaction)
 
     # ------------------------------------------------------------------ registry
 
@@ -91,7 +96,7 @@ class SessionManager:
             InvalidId: If the id is malformed. (A missing session raises
                 `SessionNotFound` from the handle's first read or write.)
         """
-        return Session(self.store, self.scope, session_id)
+        return Session(self.store, self.scope, session_id, compaction=self.compaction)
 
     def create(
         self,
@@ -243,6 +248,42 @@ class SessionManager:
             head_id=path[-1].id if path else None,
         )
         created = self.store.import_session(self.scope, info, path, state)
+        return self.session(created.id)
+
+    def compact_and_split(
+        self, session_id: str, *, name: str | None = None, id: str | None = None
+    ) -> Session:
+        """End a session and continue it in a new one that starts from its summary.
+
+        The head's branch is compacted with no protected head; the new session (whose
+        parent is `session_id`) holds the summary as an ordinary first message (marked
+        in its metadata under ``sessionary.continued_from``) followed by the kept tail,
+        and a copy of the state. The old session ends with the reason ``compacted``; its
+        messages stay readable and searchable.
+
+        Raises:
+            SessionNotFound: If there is no such session.
+            Unsupported: If the store has no documents.
+            SummarizerError: If the summarizer fails; nothing is changed.
+        """
+        source = self.get(session_id)
+        if source is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        old = self.session(session_id)
+        old.compact(protect_head=0)
+        messages = continuation(old.history(), session_id)
+        state = self.store.get_state(self.scope, "session", session_id)
+        info = SessionInfo(
+            id=id if id is not None else new_id(),
+            name=name if name is not None else source.name,
+            parent_session_id=session_id,
+            model=source.model,
+            source=source.source,
+            metadata=dict(source.metadata),
+            head_id=messages[-1].id if messages else None,
+        )
+        created = self.store.import_session(self.scope, info, messages, state)
+        self.end(session_id, "compacted")
         return self.session(created.id)
 
     # ------------------------------------------------------------------ search and state

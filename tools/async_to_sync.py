@@ -38,6 +38,7 @@ GENERATED: dict[str, str] = {
     "kv/incremental.py": "_sync/kv/incremental.py",
     "compaction/llm.py": "_sync/compaction/llm.py",
     "compaction/runtime.py": "_sync/compaction/runtime.py",
+    "compaction/recovery.py": "_sync/compaction/recovery.py",
 }
 
 # Renames beyond the rule that strips the prefix of `Async[A-Z]...` names.

@@ -275,20 +275,26 @@ class AsyncSession:
     # ------------------------------------------------------------------ compaction
 
     async def compact(
-        self, leaf: str | None = None, *, protect_head: int | None = None
+        self,
+        leaf: str | None = None,
+        *,
+        protect_head: int | None = None,
+        tail_tokens: int | None = None,
     ) -> Overlay | None:
         """Summarize the older part of the branch ending at `leaf` (default: the head).
 
         Stores an overlay and returns it, or None when nothing needs compacting. The
         originals stay stored, searchable and readable with `history(raw=True)`.
-        `protect_head` overrides the policy's for this call.
+        `protect_head` and `tail_tokens` override the policy's for this call.
 
         Raises:
             Unsupported: If the store has no documents.
             SummarizerError: If the summarizer fails; nothing is stored.
         """
         leaf = _optional_id(leaf, "leaf message id")
-        return await self._compactor.compact(leaf, protect_head=protect_head)
+        return await self._compactor.compact(
+            leaf, protect_head=protect_head, tail_tokens=tail_tokens
+        )
 
     async def overlays(self) -> list[Overlay]:
         """Return the session's compaction overlays on every branch, oldest first."""

@@ -161,7 +161,11 @@ class Compactor:
     # ------------------------------------------------------------------ compacting
 
     def compact(
-        self, leaf: str | None = None, *, protect_head: int | None = None
+        self,
+        leaf: str | None = None,
+        *,
+        protect_head: int | None = None,
+        tail_tokens: int | None = None,
     ) -> Overlay | None:
         """Compact the branch ending at `leaf` (default: the head); return the new overlay.
 
@@ -180,7 +184,7 @@ class Compactor:
         plan = plan_compaction(
             shown,
             protect_head=head,
-            tail_tokens=policy.tail_tokens,
+            tail_tokens=policy.tail_tokens if tail_tokens is None else tail_tokens,
             min_tail=policy.min_tail,
             counter=policy.counter,
         )

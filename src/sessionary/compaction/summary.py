@@ -273,19 +273,54 @@ def _render(sections: dict[str, list[str]]) -> str:
 
 
 def _fit(sections: dict[str, list[str]], budget: int, counter: TokenCounter) -> str:
-    # Drop the oldest free-text lines first; reference lines (verbatim paths and ids) last.
+    # Over budget: drop the oldest free text first, then the oldest verbatim references.
     text = _render(sections)
-    order = ["Key Points", "Intent", "Open Items", "Current State"]
-    while counter.count_text(text) > budget:
-        for name in order:
-            droppable = [i for i, line in enumerate(sections[name]) if not _is_reference(line)]
-            if len(droppable) > (1 if name in ("Intent", "Current State") else 0):
-                del sections[name][droppable[0] if name != "Intent" else droppable[-1]]
-                break
-        else:
+    while (excess := counter.count_text(text) - budget) > 0:
+        if not (_drop_text(sections, excess) or _drop_references(sections, excess)):
             return text
         text = _render(sections)
     return text
+
+
+def _take(lines: list[str], excess: int) -> int:
+    """Return how many of `lines`, from the front, hold about `excess` tokens (at least 1)."""
+    count = chars = 0
+    while count < len(lines) and (count == 0 or chars < excess * 4):
+        chars += len(lines[count]) + 4
+        count += 1
+    return count
+
+
+def _drop_text(sections: dict[str, list[str]], excess: int) -> bool:
+    # The first intent and the latest state are the last free text to go.
+    for name, keep_first in (("Key Points", False), ("Open Items", False), ("Intent", True)):
+        free = [line for line in sections[name] if not _is_reference(line)]
+        droppable = free[1:][::-1] if keep_first else free
+        if droppable:
+            gone = set(droppable[: _take(droppable, excess)])
+            sections[name] = [line for line in sections[name] if line not in gone]
+            return True
+    state = sections["Current State"]
+    if len(state) > 1:
+        del state[: _take(state[:-1], excess)]
+        return True
+    return False
+
+
+def _drop_references(sections: dict[str, list[str]], excess: int) -> bool:
+    points = sections["Key Points"]
+    refs = [i for i, line in enumerate(points) if _is_reference(line)]
+    if not refs:
+        return False
+    index = max(refs, key=lambda i: len(points[i]))
+    label, _, values = points[index].partition(": ")
+    items = values.split(", ")
+    rest = items[_take(items, excess) :]
+    if rest:
+        points[index] = f"{label}: " + ", ".join(rest)
+    else:
+        del points[index]
+    return True
 
 
 def _is_reference(line: str) -> bool:

@@ -7,6 +7,14 @@ import inspect
 import pytest
 
 import sessionary
+from sessionary._sync.compaction.runtime import Compactor
+from sessionary.compaction import (
+    AnthropicSummarizer,
+    AsyncAnthropicSummarizer,
+    AsyncOpenAISummarizer,
+    OpenAISummarizer,
+)
+from sessionary.compaction.runtime import AsyncCompactor
 
 EXPECTED = {
     "ANY", "HEAD", "AlreadyExists", "AsyncSession", "AsyncSessionManager", "AsyncStore",
@@ -18,6 +26,9 @@ EXPECTED = {
     "TextPart", "ToolCallPart", "ToolResultPart", "Unsupported", "VersionConflict",
     "__version__", "new_id", "open_async_store", "open_store",
     "Document", "DocumentHit", "InvalidDocument",
+    "CompactionPolicy", "Eviction", "HeuristicCounter", "MemoryFlush", "Overlay",
+    "StructuredSummarizer", "SummarizerError", "SummaryRequest", "TokenCounter",
+    "call_with_recovery",
 }  # fmt: skip
 
 
@@ -40,6 +51,9 @@ def _public_methods(cls: type) -> dict[str, inspect.Signature]:
     [
         (sessionary.AsyncSession, sessionary.Session),
         (sessionary.AsyncSessionManager, sessionary.SessionManager),
+        (AsyncCompactor, Compactor),
+        (AsyncOpenAISummarizer, OpenAISummarizer),
+        (AsyncAnthropicSummarizer, AnthropicSummarizer),
     ],
 )
 def test_async_and_sync_twins_have_the_same_methods(async_cls: type, sync_cls: type) -> None:

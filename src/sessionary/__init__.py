@@ -13,10 +13,14 @@ Quick start::
 have the same methods, awaited.
 """
 
+from sessionary._sync.compaction.recovery import call_with_recovery
 from sessionary._sync.manager import SessionManager
 from sessionary._sync.session import Session
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.registry import open_store
+from sessionary.compaction.overlays import Overlay
+from sessionary.compaction.policy import CompactionPolicy, Eviction, MemoryFlush
+from sessionary.compaction.summary import StructuredSummarizer, SummaryRequest
 from sessionary.errors import (
     AlreadyExists,
     BackendNotInstalled,
@@ -37,6 +41,7 @@ from sessionary.errors import (
     SessionNotFound,
     StoreError,
     StoreUnavailable,
+    SummarizerError,
     Unsupported,
     VersionConflict,
 )
@@ -66,6 +71,7 @@ from sessionary.records import (
 from sessionary.session import AsyncSession
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.registry import open_async_store
+from sessionary.tokens import HeuristicCounter, TokenCounter
 
 __version__ = "0.1.0"
 
@@ -114,6 +120,16 @@ __all__ = [
     "ToolResultPart",
     "Unsupported",
     "VersionConflict",
+    "CompactionPolicy",
+    "Eviction",
+    "HeuristicCounter",
+    "MemoryFlush",
+    "Overlay",
+    "StructuredSummarizer",
+    "SummarizerError",
+    "SummaryRequest",
+    "TokenCounter",
+    "call_with_recovery",
     "__version__",
     "new_id",
     "open_async_store",

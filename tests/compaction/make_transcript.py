@@ -85,7 +85,8 @@ class Transcript:
             [
                 {
                     "type": "text",
-                    "text": f"Ticket {ticket}: {func} in {source} returns the wrong total when {const} is set. Can you fix it and add a test?",
+                    "text": f"Ticket {ticket}: {func} in {source} returns the wrong total when "
+                    f"{const} is set. Can you fix it and add a test?",
                 }
             ],
             [source],
@@ -94,8 +95,10 @@ class Transcript:
         self.call(
             "read_file",
             {"path": source},
-            f"class {cls}:\n    def {func}(self, items):\n        return sum(i.price for i in items) * {const}\n"
-            + "    # filler line\n" * rng.randint(5, 30),
+            f"class {cls}:\n    def {func}(self, items):\n"
+            f"        return sum(i.price for i in items) * {const}\n"
+            + "    # filler line\n"
+            * rng.randint(5, 30),
             [source],
             [cls, func, const],
         )
@@ -108,7 +111,10 @@ class Transcript:
         )
         failing = rng.random() < 0.6
         if failing:
-            trace = f'Traceback (most recent call last):\n  File "{test}", line 12\nAssertionError: {func} returned 118.0, expected 100.0'
+            trace = (
+                f'Traceback (most recent call last):\n  File "{test}", line 12\n'
+                f"AssertionError: {func} returned 118.0, expected 100.0"
+            )
             self.call(
                 "run_command", {"command": f"pytest {test} -q"}, trace, [test], [func], error=True
             )
@@ -117,7 +123,8 @@ class Transcript:
             [
                 {
                     "type": "text",
-                    "text": f"We decided to apply {const} once per order in {cls}.{func} instead of per item. I will edit {source} and add {test}.",
+                    "text": f"We decided to apply {const} once per order in {cls}.{func} "
+                    f"instead of per item. I will edit {source} and add {test}.",
                 }
             ],
             [source, test],

@@ -298,3 +298,24 @@ async def test_async_session_compacts(store_url: str) -> None:
         overlay = await chat.compact()
         assert overlay is not None
         assert len(await chat.history()) == 7
+
+
+def test_the_read_tool_never_raises(store_url: str) -> None:
+    from sessionary._sync.compaction.tool import READ_TOOL_RESULT, run_read_tool_result
+
+    with open_manager(store_url, eviction=Eviction(threshold=100, preview=10)) as manager:
+        chat = manager.create()
+        chat.append(Message.assistant(tool_calls=[ToolCallPart(id="c1", name="ls")], id="a1"))
+        chat.append(Message.tool("c1", "abcdefghij" * 50, name="ls", id="t1"))
+        assert READ_TOOL_RESULT["name"] == "read_tool_result"
+        args = {"message_id": "t1", "call_id": "c1", "start": 5, "end": 25}
+        assert run_read_tool_result(chat, args) == ("abcdefghij" * 3)[5:25]
+        assert run_read_tool_result(chat, {"message_id": "nope", "start": 0, "end": 5}).startswith(
+            "Error:"
+        )
+        assert run_read_tool_result(chat, {"message_id": "t1", "start": 9, "end": 2}).startswith(
+            "Error:"
+        )
+        assert run_read_tool_result(
+            chat, {"message_id": "t1", "call_id": "zz", "start": 0, "end": 1}
+        ).startswith("Error:")

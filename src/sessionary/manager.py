@@ -33,7 +33,7 @@ from sessionary.records import (
 )
 from sessionary.session import AsyncSession, check_role
 from sessionary.stores._common import check_cost, check_count, check_limit
-from sessionary.stores.base import AsyncStore
+from sessionary.stores.base import DOCUMENTS, AsyncStore
 from sessionary.stores.registry import open_async_store
 from sessionary.window import splits_tool_turn
 
@@ -217,7 +217,8 @@ class AsyncSessionManager:
         """Copy the path up to a message (default: the head) into a new session.
 
         The fork records `session_id` as its parent, keeps the messages' ids and times,
-        and starts with a copy of the session's state. A fork point partway through a
+        and starts with a copy of the session's state and of the compaction overlays
+        whose range lies on the copied path. A fork point partway through a
         tool turn (some of an assistant message's calls answered, not all) is refused, so
         a fork never separates a tool call from its result.
 
@@ -248,7 +249,10 @@ class AsyncSessionManager:
             head_id=path[-1].id if path else None,
         )
         created = await self.store.import_session(self.scope, info, path, state)
-        return self.session(created.id)
+        fork = self.session(created.id)
+        if DOCUMENTS in self.store.capabilities:
+            await self.session(session_id)._compactor.copy_to(fork._compactor, path)
+        return fork
 
     async def compact_and_split(
         self, session_id: str, *, name: str | None = None, id: str | None = None

@@ -126,7 +126,7 @@ def serve() -> Iterator[FakeLLM]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(FakeLLM("")))
     fake = FakeLLM(f"http://127.0.0.1:{server.server_address[1]}")
     server.RequestHandlerClass = _handler(fake)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield fake

@@ -319,3 +319,17 @@ def test_the_read_tool_never_raises(store_url: str) -> None:
         assert run_read_tool_result(
             chat, {"message_id": "t1", "call_id": "zz", "start": 0, "end": 1}
         ).startswith("Error:")
+
+
+def test_a_fork_keeps_the_overlays_on_its_path(store_url: str) -> None:
+    with open_manager(store_url) as manager:
+        chat = manager.create()
+        fill(chat, 20)
+        overlay = chat.compact()
+        assert overlay is not None
+        fork = manager.fork(chat.id, "m18")
+        assert [o.id for o in fork.overlays()] == [overlay.id]
+        assert fork.history()[2].id == f"{COMPACTION_PREFIX}{overlay.id}"
+        assert len(fork.history(raw=True)) == 19
+        early = manager.fork(chat.id, "m10")  # before the overlay's end: not copied
+        assert early.overlays() == [] and len(early.history()) == 11

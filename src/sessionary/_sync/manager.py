@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from sessionary._sync.session import Session, check_role
-from sessionary._sync.stores.base import Store
+from sessionary._sync.stores.base import DOCUMENTS, Store
 from sessionary._sync.stores.registry import open_store
 from sessionary.compaction.policy import CompactionPolicy
 from sessionary.compaction.split import continuation
@@ -217,7 +217,8 @@ class SessionManager:
         """Copy the path up to a message (default: the head) into a new session.
 
         The fork records `session_id` as its parent, keeps the messages' ids and times,
-        and starts with a copy of the session's state. A fork point partway through a
+        and starts with a copy of the session's state and of the compaction overlays
+        whose range lies on the copied path. A fork point partway through a
         tool turn (some of an assistant message's calls answered, not all) is refused, so
         a fork never separates a tool call from its result.
 
@@ -248,7 +249,10 @@ class SessionManager:
             head_id=path[-1].id if path else None,
         )
         created = self.store.import_session(self.scope, info, path, state)
-        return self.session(created.id)
+        fork = self.session(created.id)
+        if DOCUMENTS in self.store.capabilities:
+            self.session(session_id)._compactor.copy_to(fork._compactor, path)
+        return fork
 
     def compact_and_split(
         self, session_id: str, *, name: str | None = None, id: str | None = None

@@ -158,6 +158,36 @@ class Compactor:
         shown = self.context(leaf)
         return self.policy.reserve_tokens + self.policy.counter.count_prompt(shown)
 
+    def copy_to(self, target: Compactor, path: list[Message]) -> int:
+        """Copy to `target` the overlays whose range lies on `path` (a fork); return how many.
+
+        Raises:
+            Unsupported: If either store has no documents (nothing is copied then).
+        """
+        entries, _ = self._index()
+        copied = 0
+        for entry in sorted(entries, key=lambda e: int(e["created_us"])):
+            depth = int(entry["last_depth"])
+            if depth > len(path) or path[depth - 1].id != entry["last_id"]:
+                continue
+            overlay = self._overlay(str(entry["id"]))
+            if overlay is None:
+                continue
+            target.store.put_document(
+                target.scope,
+                "session",
+                target.session_id,
+                NAMESPACE,
+                overlay.id,
+                overlay_to_body(overlay),
+                overlay.summary,
+                "compaction",
+                0,
+            )
+            target._add_to_index(overlay)
+            copied += 1
+        return copied
+
     # ------------------------------------------------------------------ compacting
 
     def compact(

@@ -18,6 +18,7 @@ from sessionary._sync.stores.registry import open_store as _open_store
 from sessionary.cli import _ProgressBar, main
 from sessionary.errors import AlreadyExists
 from sessionary.migrate import MigrationProgress, count_scopes, migrate, verify
+from sessionary.query import parse_query
 
 PAIRS = [
     pytest.param(("memory", "sqlite"), marks=[pytest.mark.memory, pytest.mark.sqlite]),
@@ -300,3 +301,72 @@ def test_progress_lines_when_not_a_terminal() -> None:
     bar.finish()
     lines = stream.getvalue().splitlines()
     assert [line.split()[1] for line in lines] == ["2/5", "4/5", "5/5"]
+
+
+# ------------------------------------------------------------------------- documents
+
+ALICE = Scope("acme", "alice")
+LONER = Scope("umbrella")  # a scope that owns nothing but a document
+
+
+def _add_documents(url: str) -> list[tuple[Scope, str, str | None, str, str]]:
+    """Documents at every level; return each one's (scope, level, session id, namespace, key)."""
+    with sessionary.SessionManager(url, tenant=ALICE.tenant, user=ALICE.user) as alice:
+        sid = alice.list().items[0].id
+        store = alice.store
+        for i in range(3):
+            body = {"content": f"note {i}"}
+            store.put_document(ALICE, "session", sid, "block", "notes", body, f"pelican {i}",
+                               "model", None)  # fmt: skip
+        store.put_document(ALICE, "user", None, "block", "persona", {}, "likes tea", "user", 0)
+        store.put_document(ALICE, "app", None, "prompt", "system", {"text": "hi"}, "", "x", 0)
+        store.put_document(LONER, "user", None, "agent", "a1", {"step": 1}, "", "system", 0)
+    return [
+        (ALICE, "session", sid, "block", "notes"),
+        (ALICE, "user", None, "block", "persona"),
+        (ALICE, "app", None, "prompt", "system"),
+        (LONER, "user", None, "agent", "a1"),
+    ]
+
+
+def test_migrate_copies_documents_of_every_level(urls: tuple[str, str]) -> None:
+    source, target = urls
+    populate(source)
+    owners = _add_documents(source)
+    with open_store(source) as src, open_store(target) as dst:
+        result = migrate(src, dst)
+        assert result.documents_copied == 4
+        assert verify(src, dst) == []
+        counts = count_scopes(dst)
+        assert (counts[ALICE].documents, counts[ALICE].document_versions) == (3, 5)
+        assert (counts[LONER].documents, counts[LONER].sessions) == (1, 0)
+        for scope, level, sid, namespace, key in owners:
+            copied = dst.document_versions(scope, level, sid, namespace, key)  # type: ignore[arg-type]
+            assert copied == src.document_versions(scope, level, sid, namespace, key)  # type: ignore[arg-type]
+            assert copied
+        again = migrate(src, dst)
+        assert again.sessions_copied == 0 and verify(src, dst) == []
+        notes = dst.document_versions(ALICE, "session", owners[0][2], "block", "notes")
+        assert [d.version for d in notes] == [1, 2, 3]
+        hits = dst.search_documents(ALICE, "session", owners[0][2], None, parse_query("pelican"), 5)
+        assert [(h.key, h.version) for h in hits] == [("notes", 3)]
+        dst.put_document(ALICE, "user", None, "block", "persona", {}, "tampered", "user", None)
+        (mismatch,) = verify(src, dst)
+    assert mismatch.scope == ALICE
+    assert "3 documents (5 versions); target has" in mismatch.describe()
+    assert "3 documents (6 versions)" in mismatch.describe()
+
+
+def test_documents_of_a_skipped_session_are_completed(sqlite_urls: tuple[str, str]) -> None:
+    source, target = sqlite_urls
+    populate(source)
+    owners = _add_documents(source)
+    _, _, sid, namespace, key = owners[0]
+    with open_store(source) as src, open_store(target) as dst:
+        migrate(src, dst)
+        dst.delete_document(ALICE, "session", sid, namespace, key)  # as if cut off mid-way
+        assert verify(src, dst) != []
+        result = migrate(src, dst)
+        assert result.sessions_skipped == SESSIONS
+        assert verify(src, dst) == []
+        assert len(dst.document_versions(ALICE, "session", sid, namespace, key)) == 3

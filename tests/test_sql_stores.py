@@ -15,6 +15,7 @@ import pytest
 import sessionary
 from sessionary import Message
 from sessionary.errors import BackendNotInstalled, InvalidURL, SchemaError, StoreUnavailable
+from sessionary.query import parse_query
 from sessionary.stores import _mysql_sql, _postgres_sql
 from sessionary.stores.urls import parse_store_url
 
@@ -33,7 +34,9 @@ def _migrations(url: str) -> list[Any]:
     with sessionary.SessionManager(url) as manager:
         store: Any = manager.store
         with store._begin() as tx:
-            return list(tx.fetchall("SELECT version, name FROM sessionary_migrations"))
+            return list(
+                tx.fetchall("SELECT version, name FROM sessionary_migrations ORDER BY version")
+            )
 
 
 # ---------------------------------------------------------------- URLs
@@ -113,14 +116,33 @@ async def test_a_closed_port_is_store_unavailable_async(url: str) -> None:
 
 
 def test_migrations_are_recorded_once(server_url: str) -> None:
-    assert _migrations(server_url) == _migrations(server_url) == [(1, _migration_name(server_url))]
+    assert _migrations(server_url) == _migrations(server_url) == _migration_names(server_url)
 
 
-def _migration_name(url: str) -> str:
+def _migration_names(url: str) -> list[tuple[int, str]]:
     dialect = (
         _postgres_sql.PostgresDialect if url.startswith("postgres") else _mysql_sql.MySQLDialect
     )
-    return dialect.migrations[0][1]
+    return [(version, name) for version, name, _ in dialect.migrations]
+
+
+def test_a_version_1_schema_is_upgraded_in_place(server_url: str) -> None:
+    with sessionary.SessionManager(server_url) as old:
+        store: Any = old.store
+        store._dialect.migrations = store._dialect.migrations[:1]  # this instance only
+        old.create(id="kept").append(Message.user("written before the upgrade"))
+        old.update_state({"n": 1})
+        with store._begin() as tx:
+            applied = tx.fetchall("SELECT version FROM sessionary_migrations")
+        assert [tuple(row) for row in applied] == [(1,)]
+    with sessionary.SessionManager(server_url) as new:
+        assert [m.text for m in new.session("kept").history()] == ["written before the upgrade"]
+        assert new.get_state().data == {"n": 1}
+        docs = new.store
+        docs.put_document(new.scope, "session", "kept", "block", "k", {}, "pelican", "user", 0)
+        hits = docs.search_documents(new.scope, "session", "kept", None, parse_query("pelican"), 5)
+        assert [h.key for h in hits] == ["k"]
+    assert _migrations(server_url) == _migration_names(server_url)
 
 
 def test_stores_opened_at_once_migrate_once(server_url: str) -> None:
@@ -141,7 +163,7 @@ def test_stores_opened_at_once_migrate_once(server_url: str) -> None:
     for thread in threads:
         thread.join(timeout=120)
     assert errors == []
-    assert len(_migrations(server_url)) == 1
+    assert _migrations(server_url) == _migration_names(server_url)
     with sessionary.SessionManager(server_url) as manager:
         assert len(manager.list().items) == 4
 

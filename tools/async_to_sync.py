@@ -34,6 +34,7 @@ GENERATED: dict[str, str] = {
     "stores/adapter.py": "_sync/stores/adapter.py",
     "stores/registry.py": "_sync/stores/registry.py",
     "stores/sql.py": "_sync/stores/sql.py",
+    "stores/_sql_documents.py": "_sync/stores/_sql_documents.py",
     "kv/base.py": "_sync/kv/base.py",
     "kv/incremental.py": "_sync/kv/incremental.py",
     "compaction/llm.py": "_sync/compaction/llm.py",

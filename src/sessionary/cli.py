@@ -370,8 +370,9 @@ def _summary(result: MigrationResult) -> str:
     skipped = f", {result.sessions_skipped} already there" if result.sessions_skipped else ""
     return (
         f"migrated {plural(result.sessions_copied, 'session')} "
-        f"({plural(result.messages_copied, 'message')}) and "
+        f"({plural(result.messages_copied, 'message')}), "
         f"{plural(result.states_copied, 'state document')} "
+        f"and {plural(result.documents_copied, 'document')} "
         f"in {plural(result.scopes, 'scope')}{skipped}"
     )
 

@@ -13,11 +13,18 @@ from typing import Any
 
 from sessionary.compaction.policy import CompactionPolicy
 from sessionary.compaction.split import continuation
-from sessionary.errors import AlreadyExists, InvalidInput, InvalidURL, SessionNotFound
+from sessionary.errors import (
+    AlreadyExists,
+    InvalidInput,
+    InvalidURL,
+    SessionNotFound,
+    Unsupported,
+)
 from sessionary.ids import check_id, new_id
 from sessionary.model import Message, parse_message
 from sessionary.query import parse_query
 from sessionary.records import (
+    Document,
     Page,
     Scope,
     SearchHit,
@@ -28,11 +35,18 @@ from sessionary.records import (
     StateLevel,
     check_object,
     check_patch,
+    document_from_dict,
+    document_to_dict,
     info_from_dict,
     info_to_dict,
 )
 from sessionary.session import AsyncSession, check_role
-from sessionary.stores._common import check_cost, check_count, check_limit
+from sessionary.stores._common import (
+    check_cost,
+    check_count,
+    check_limit,
+    check_restored_versions,
+)
 from sessionary.stores.base import DOCUMENTS, AsyncStore
 from sessionary.stores.registry import open_async_store
 from sessionary.window import splits_tool_turn
@@ -335,7 +349,8 @@ class AsyncSessionManager:
         """Yield JSON records for one session, or every session in the scope.
 
         Each session gives a `session` record (its row and state) followed by one
-        `message` record per message, parents before children.
+        `message` record per message, parents before children, then one `document`
+        record per version of each of its documents, oldest first.
         """
         if session_id is not None:
             ids = [check_id(session_id, "session id")]
@@ -371,6 +386,26 @@ class AsyncSessionManager:
                 yield {"type": "message", "session_id": session_id, "message": message.to_dict()}
             if cursor is None:
                 break
+        async for document in self._session_documents(session_id):
+            yield {"type": "document", "session_id": session_id, "document": document}
+
+    async def _session_documents(self, session_id: str) -> AsyncIterator[dict[str, Any]]:
+        """Every version of every document of a session, as records' data."""
+        if DOCUMENTS not in self.store.capabilities:
+            return
+        store, cursor = self.store, None
+        while True:
+            page = await store.list_documents(
+                self.scope, "session", session_id, None, _EXPORT_PAGE, cursor
+            )
+            for doc in page.items:
+                for version in await store.document_versions(
+                    self.scope, "session", session_id, doc.namespace, doc.key
+                ):
+                    yield document_to_dict(version)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
 
     async def import_records(
         self, records: Iterable[Mapping[str, Any]]
@@ -382,7 +417,7 @@ class AsyncSessionManager:
             AlreadyExists: If a session id is already taken in this scope.
         """
         imported: builtins.list[SessionInfo] = []
-        pending: tuple[SessionInfo, State, builtins.list[Message]] | None = None
+        pending: _Pending | None = None
         for number, record in enumerate(records, 1):
             kind = record.get("type") if isinstance(record, Mapping) else None
             if kind == "session":
@@ -393,6 +428,10 @@ class AsyncSessionManager:
                 if pending is None or record.get("session_id") != pending[0].id:
                     raise InvalidInput(f"record {number}: a message before its session record")
                 pending[2].append(_message_record(record, number))
+            elif kind == "document":
+                if pending is None or record.get("session_id") != pending[0].id:
+                    raise InvalidInput(f"record {number}: a document before its session record")
+                pending[3].append(_document_record(record, number))
             else:
                 raise InvalidInput(f"record {number}: unknown record type {kind!r}")
         if pending is not None:
@@ -400,21 +439,48 @@ class AsyncSessionManager:
         return imported
 
     async def _import_one(
-        self, info: SessionInfo, state: State, messages: builtins.list[Message]
+        self,
+        info: SessionInfo,
+        state: State,
+        messages: builtins.list[Message],
+        documents: builtins.list[Document],
     ) -> SessionInfo:
-        return await self.store.import_session(self.scope, info, messages, state)
+        groups: dict[tuple[str, str], builtins.list[Document]] = {}
+        for doc in documents:
+            groups.setdefault((doc.namespace, doc.key), []).append(doc)
+        if groups and DOCUMENTS not in self.store.capabilities:
+            raise Unsupported(f"session {info.id!r} has documents; this store cannot hold them")
+        for versions in groups.values():  # refuse bad documents before writing anything
+            check_restored_versions(versions, self.store.max_message_bytes)
+        created = await self.store.import_session(self.scope, info, messages, state)
+        try:
+            for versions in groups.values():
+                await self.store.restore_document(self.scope, "session", info.id, versions)
+        except Exception:
+            # A session is imported whole or not at all.
+            await self.store.delete_session(self.scope, info.id)
+            raise
+        return created
 
 
-def _session_record(
-    record: Mapping[str, Any], number: int
-) -> tuple[SessionInfo, State, list[Message]]:
+_Pending = tuple[SessionInfo, State, list[Message], list[Document]]
+
+
+def _session_record(record: Mapping[str, Any], number: int) -> _Pending:
     try:
         info = info_from_dict(record["session"])
         raw_state = record.get("state") or {}
         state = State(dict(raw_state.get("data") or {}), int(raw_state.get("version") or 0))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InvalidInput(f"record {number}: malformed session record: {exc}") from None
-    return info, state, []
+    return info, state, [], []
+
+
+def _document_record(record: Mapping[str, Any], number: int) -> Document:
+    try:
+        return document_from_dict(record["document"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(f"record {number}: malformed document record: {exc}") from None
 
 
 def _message_record(record: Mapping[str, Any], number: int) -> Message:

@@ -11,18 +11,22 @@ the same message count and head is left as it is. A target session that differs 
 error unless `replace` is set, in which case it is deleted and copied again. Run it
 while nothing writes to the source; `verify` then compares per-scope counts.
 
-There are no compactions to copy yet: when they exist they will be copied here too.
+Documents (blocks, compactions, the frozen prompt, agent state) of every level are copied
+with every version, by `restore_document`, which skips versions already there: they are
+copied for skipped sessions too, so a run interrupted between a session and its documents
+completes. `verify` compares their numbers (documents, and versions by latest number).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from sessionary._sync.stores.base import Store
-from sessionary.errors import AlreadyExists
+from sessionary.errors import AlreadyExists, Unsupported
 from sessionary.model import Message
-from sessionary.records import Scope, SessionFilter, StateLevel
+from sessionary.records import Document, Scope, SessionFilter, StateLevel
+from sessionary.stores.base import DOCUMENTS
 
 __all__ = [
     "MigrationProgress",
@@ -56,6 +60,7 @@ class MigrationResult:
     sessions_skipped: int = 0
     messages_copied: int = 0
     states_copied: int = 0
+    documents_copied: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +71,17 @@ class ScopeCounts:
     messages: int = 0
     user_state_version: int = 0
     app_state_version: int = 0
+    documents: int = 0
+    document_versions: int = 0
 
     def describe(self) -> str:
         """Return the counts as words, e.g. `3 sessions, 20 messages, user state v2`."""
         words = [_plural(self.sessions, "session"), _plural(self.messages, "message")]
         words.append(f"user state v{self.user_state_version}")
         words.append(f"app state v{self.app_state_version}")
+        words.append(
+            f"{_plural(self.documents, 'document')} ({_plural(self.document_versions, 'version')})"
+        )
         return ", ".join(words)
 
 
@@ -149,6 +159,42 @@ def _copy_state(source: Store, target: Store, scope: Scope, level: StateLevel) -
     return 1
 
 
+def _owners(session_ids: list[str]) -> list[tuple[StateLevel, str | None]]:
+    """Every document owner of a scope: its sessions, its user, its tenant's app."""
+    owners: list[tuple[StateLevel, str | None]] = [("session", sid) for sid in session_ids]
+    return [*owners, ("user", None), ("app", None)]
+
+
+def _document_pages(
+    store: Store, scope: Scope, level: StateLevel, session_id: str | None
+) -> Iterator[list[Document]]:
+    """Yield the latest versions of one owner's documents, a page at a time."""
+    if DOCUMENTS not in store.capabilities:
+        return
+    cursor: str | None = None
+    while True:
+        page = store.list_documents(scope, level, session_id, None, _PAGE, cursor)
+        yield page.items
+        cursor = page.next_cursor
+        if cursor is None:
+            return
+
+
+def _copy_documents(
+    source: Store, target: Store, scope: Scope, level: StateLevel, session_id: str | None
+) -> int:
+    """Copy every version of one owner's documents; return how many documents."""
+    copied = 0
+    for page in _document_pages(source, scope, level, session_id):
+        if page and DOCUMENTS not in target.capabilities:
+            raise Unsupported("the target store has no documents; the source has some")
+        for doc in page:
+            versions = source.document_versions(scope, level, session_id, doc.namespace, doc.key)
+            target.restore_document(scope, level, session_id, versions)
+            copied += 1
+    return copied
+
+
 def migrate(
     source: Store,
     target: Store,
@@ -156,7 +202,7 @@ def migrate(
     replace: bool = False,
     on_progress: Callable[[MigrationProgress], None] | None = None,
 ) -> MigrationResult:
-    """Copy every scope, session, message and state document from `source` to `target`.
+    """Copy every scope, session, message, state and document from `source` to `target`.
 
     Safe to run again after an interruption: sessions already copied are skipped.
 
@@ -168,7 +214,9 @@ def migrate(
 
     Raises:
         AlreadyExists: If the target holds a session that differs (without `replace`).
-        VersionConflict: If the target holds a different user or app state document.
+        VersionConflict: If the target holds a different user or app state document, or
+            a different version of a document.
+        Unsupported: If the source has documents and the target cannot store them.
     """
     plan = [(scope, _session_ids(source, scope)) for scope in source.list_scopes()]
     total = sum(len(ids) for _, ids in plan)
@@ -182,13 +230,18 @@ def migrate(
             else:
                 result.sessions_copied += 1
                 result.messages_copied += copied
+            if copied is not None or target.get_session(scope, session_id) is not None:
+                docs = _copy_documents(source, target, scope, "session", session_id)
+                result.documents_copied += docs
             if on_progress is not None:
                 done = result.sessions_copied + result.sessions_skipped
                 on_progress(MigrationProgress(done, total, result.messages_copied))
         result.states_copied += _copy_state(source, target, scope, "user")
+        result.documents_copied += _copy_documents(source, target, scope, "user", None)
         if scope.tenant not in tenants:
             tenants.add(scope.tenant)
             result.states_copied += _copy_state(source, target, scope, "app")
+            result.documents_copied += _copy_documents(source, target, scope, "app", None)
     return result
 
 
@@ -197,17 +250,25 @@ def count_scopes(store: Store) -> dict[Scope, ScopeCounts]:
     counts: dict[Scope, ScopeCounts] = {}
     for scope in store.list_scopes():
         sessions = messages = 0
+        ids: list[str] = []
         cursor: str | None = None
         while True:
             page = store.list_sessions(scope, _EVERY, _PAGE, cursor)
             sessions += len(page.items)
             messages += sum(info.message_count for info in page.items)
+            ids.extend(info.id for info in page.items)
             cursor = page.next_cursor
             if cursor is None:
                 break
         user = store.get_state(scope, "user", None).version
         app = store.get_state(scope, "app", None).version
-        counts[scope] = ScopeCounts(sessions, messages, user, app)
+        latest = [
+            doc.version
+            for level, sid in _owners(ids)
+            for page in _document_pages(store, scope, level, sid)
+            for doc in page
+        ]
+        counts[scope] = ScopeCounts(sessions, messages, user, app, len(latest), sum(latest))
     return counts
 
 

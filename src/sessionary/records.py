@@ -32,6 +32,8 @@ __all__ = [
     "check_object",
     "check_patch",
     "decode_cursor",
+    "document_from_dict",
+    "document_to_dict",
     "encode_cursor",
     "info_from_dict",
     "info_to_dict",
@@ -291,3 +293,39 @@ def info_from_dict(data: Mapping[str, Any]) -> SessionInfo:
         if values.get(name) is not None:
             values[name] = datetime.fromisoformat(values[name])
     return SessionInfo(**values)
+
+
+def document_to_dict(document: Document) -> dict[str, Any]:
+    """Return one document version as JSON-ready data (its time as ISO 8601)."""
+    return {
+        "namespace": document.namespace,
+        "key": document.key,
+        "version": document.version,
+        "author": document.author,
+        "updated_at": document.updated_at.isoformat(),
+        "body": document.body,
+        "text": document.text,
+    }
+
+
+def document_from_dict(data: Mapping[str, Any]) -> Document:
+    """Build a document version from `document_to_dict` data; unknown keys are ignored.
+
+    The fields' values are checked by the store that writes the document.
+
+    Raises:
+        KeyError: If a field is missing.
+        ValueError: If the time is not ISO 8601.
+        TypeError: If `data` is not a mapping or the time is not a string.
+    """
+    if not isinstance(data, Mapping):
+        raise TypeError("a document record must be an object")
+    return Document(
+        namespace=data["namespace"],
+        key=data["key"],
+        body=data["body"],
+        version=data["version"],
+        author=data["author"],
+        updated_at=datetime.fromisoformat(data["updated_at"]),
+        text=data.get("text", ""),
+    )

@@ -6,6 +6,7 @@ test runs once per backend through the `manager` fixture.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,7 @@ from sessionary import (
     InvalidDocument,
     InvalidInput,
     InvalidQuery,
+    Message,
     PayloadTooLarge,
     Scope,
     SessionNotFound,
@@ -455,6 +457,7 @@ BAD_WRITES: list[dict[str, Any]] = [
     {"text": None},
     {"text": b"bytes"},
     {"text": "\ud800"},
+    {"text": "nul\x00"},
     {"author": None},
     {"author": "a" * 129},
     {"author": "line\nbreak"},
@@ -563,3 +566,61 @@ def test_only_one_writer_wins_an_expected_version(
         assert sorted(outcomes) == ["conflict"] * (WRITERS - 1) + ["won"]
     versions = Docs(manager.store, manager.scope, "session", "s").versions("k")
     assert [d.version for d in versions] == [1, 2]
+
+
+# ---------------------------------------------------------------------- export and import
+
+
+def test_export_and_import_carry_session_documents(
+    manager: sessionary.SessionManager, open_scope: OpenScope
+) -> None:
+    manager.create(id="s").append(Message.user("hello"))
+    docs = Docs(manager.store, manager.scope, "session", "s")
+    docs.put("k", text="one", author="user")
+    docs.put("k", {"content": "two", "deep": [1, {"x": True}]}, text="two", author="model")
+    docs.put("system", {"text": "be brief"}, namespace="prompt", author="system")
+    Docs(manager.store, manager.scope, "user").put("u", text="user level: not a session's")
+    records = json.loads(json.dumps(list(manager.export("s"))))
+    kinds = [r["type"] for r in records]
+    assert kinds == ["session", "message", "document", "document", "document"]
+    target = open_scope(tenant="elsewhere")
+    target.import_records(records)
+    copied = Docs(target.store, target.scope, "session", "s")
+    assert copied.versions("k") == docs.versions("k")
+    assert copied.versions("system", namespace="prompt") == docs.versions("system", "prompt")
+    assert copied.search("two")[0].key == "k"
+    assert Docs(target.store, target.scope, "user").list().items == []
+    assert list(target.export("s"))[2:] == records[2:]
+
+
+def test_an_export_without_documents_still_imports(
+    manager: sessionary.SessionManager, open_scope: OpenScope
+) -> None:
+    manager.create(id="s").append(Message.user("hello"))
+    Docs(manager.store, manager.scope, "session", "s").put("k", text="one")
+    old = [r for r in manager.export("s") if r["type"] != "document"]
+    target = open_scope(tenant="elsewhere")
+    target.import_records(old)
+    assert [m.text for m in target.session("s").history()] == ["hello"]
+    assert Docs(target.store, target.scope, "session", "s").list().items == []
+
+
+def test_a_bad_document_record_imports_nothing(
+    manager: sessionary.SessionManager, open_scope: OpenScope
+) -> None:
+    manager.create(id="s").append(Message.user("hello"))
+    Docs(manager.store, manager.scope, "session", "s").put("k", text="one")
+    records = list(manager.export("s"))
+    document = records[-1]["document"]
+    target = open_scope(tenant="elsewhere")
+    bad_records: list[list[dict[str, Any]]] = [
+        [*records, {"type": "document", "session_id": "s", "document": {**document, "key": ""}}],
+        [*records, records[-1]],  # the same version twice
+        [*records, {"type": "document", "session_id": "s", "document": {"key": "k"}}],
+        [records[-1], *records],  # before its session
+    ]
+    for bad in bad_records:
+        with pytest.raises(InvalidInput):
+            target.import_records(bad)
+        assert target.get("s") is None
+    assert target.store.list_scopes() == [manager.scope]

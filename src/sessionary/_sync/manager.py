@@ -18,11 +18,18 @@ from sessionary._sync.stores.base import DOCUMENTS, Store
 from sessionary._sync.stores.registry import open_store
 from sessionary.compaction.policy import CompactionPolicy
 from sessionary.compaction.split import continuation
-from sessionary.errors import AlreadyExists, InvalidInput, InvalidURL, SessionNotFound
+from sessionary.errors import (
+    AlreadyExists,
+    InvalidInput,
+    InvalidURL,
+    SessionNotFound,
+    Unsupported,
+)
 from sessionary.ids import check_id, new_id
 from sessionary.model import Message, parse_message
 from sessionary.query import parse_query
 from sessionary.records import (
+    Document,
     Page,
     Scope,
     SearchHit,
@@ -33,10 +40,17 @@ from sessionary.records import (
     StateLevel,
     check_object,
     check_patch,
+    document_from_dict,
+    document_to_dict,
     info_from_dict,
     info_to_dict,
 )
-from sessionary.stores._common import check_cost, check_count, check_limit
+from sessionary.stores._common import (
+    check_cost,
+    check_count,
+    check_limit,
+    check_restored_versions,
+)
 from sessionary.window import splits_tool_turn
 
 __all__ = ["DEFAULT_URL", "SessionManager"]
@@ -335,7 +349,8 @@ class SessionManager:
         """Yield JSON records for one session, or every session in the scope.
 
         Each session gives a `session` record (its row and state) followed by one
-        `message` record per message, parents before children.
+        `message` record per message, parents before children, then one `document`
+        record per version of each of its documents, oldest first.
         """
         if session_id is not None:
             ids = [check_id(session_id, "session id")]
@@ -371,6 +386,26 @@ class SessionManager:
                 yield {"type": "message", "session_id": session_id, "message": message.to_dict()}
             if cursor is None:
                 break
+        for document in self._session_documents(session_id):
+            yield {"type": "document", "session_id": session_id, "document": document}
+
+    def _session_documents(self, session_id: str) -> Iterator[dict[str, Any]]:
+        """Every version of every document of a session, as records' data."""
+        if DOCUMENTS not in self.store.capabilities:
+            return
+        store, cursor = self.store, None
+        while True:
+            page = store.list_documents(
+                self.scope, "session", session_id, None, _EXPORT_PAGE, cursor
+            )
+            for doc in page.items:
+                for version in store.document_versions(
+                    self.scope, "session", session_id, doc.namespace, doc.key
+                ):
+                    yield document_to_dict(version)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
 
     def import_records(self, records: Iterable[Mapping[str, Any]]) -> builtins.list[SessionInfo]:
         """Import records made by `export`; each session is created whole or not at all.
@@ -380,7 +415,7 @@ class SessionManager:
             AlreadyExists: If a session id is already taken in this scope.
         """
         imported: builtins.list[SessionInfo] = []
-        pending: tuple[SessionInfo, State, builtins.list[Message]] | None = None
+        pending: _Pending | None = None
         for number, record in enumerate(records, 1):
             kind = record.get("type") if isinstance(record, Mapping) else None
             if kind == "session":
@@ -391,6 +426,10 @@ class SessionManager:
                 if pending is None or record.get("session_id") != pending[0].id:
                     raise InvalidInput(f"record {number}: a message before its session record")
                 pending[2].append(_message_record(record, number))
+            elif kind == "document":
+                if pending is None or record.get("session_id") != pending[0].id:
+                    raise InvalidInput(f"record {number}: a document before its session record")
+                pending[3].append(_document_record(record, number))
             else:
                 raise InvalidInput(f"record {number}: unknown record type {kind!r}")
         if pending is not None:
@@ -398,21 +437,48 @@ class SessionManager:
         return imported
 
     def _import_one(
-        self, info: SessionInfo, state: State, messages: builtins.list[Message]
+        self,
+        info: SessionInfo,
+        state: State,
+        messages: builtins.list[Message],
+        documents: builtins.list[Document],
     ) -> SessionInfo:
-        return self.store.import_session(self.scope, info, messages, state)
+        groups: dict[tuple[str, str], builtins.list[Document]] = {}
+        for doc in documents:
+            groups.setdefault((doc.namespace, doc.key), []).append(doc)
+        if groups and DOCUMENTS not in self.store.capabilities:
+            raise Unsupported(f"session {info.id!r} has documents; this store cannot hold them")
+        for versions in groups.values():  # refuse bad documents before writing anything
+            check_restored_versions(versions, self.store.max_message_bytes)
+        created = self.store.import_session(self.scope, info, messages, state)
+        try:
+            for versions in groups.values():
+                self.store.restore_document(self.scope, "session", info.id, versions)
+        except Exception:
+            # A session is imported whole or not at all.
+            self.store.delete_session(self.scope, info.id)
+            raise
+        return created
 
 
-def _session_record(
-    record: Mapping[str, Any], number: int
-) -> tuple[SessionInfo, State, list[Message]]:
+_Pending = tuple[SessionInfo, State, list[Message], list[Document]]
+
+
+def _session_record(record: Mapping[str, Any], number: int) -> _Pending:
     try:
         info = info_from_dict(record["session"])
         raw_state = record.get("state") or {}
         state = State(dict(raw_state.get("data") or {}), int(raw_state.get("version") or 0))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InvalidInput(f"record {number}: malformed session record: {exc}") from None
-    return info, state, []
+    return info, state, [], []
+
+
+def _document_record(record: Mapping[str, Any], number: int) -> Document:
+    try:
+        return document_from_dict(record["document"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(f"record {number}: malformed document record: {exc}") from None
 
 
 def _message_record(record: Mapping[str, Any], number: int) -> Message:

@@ -404,7 +404,8 @@ def prepare_document(
 ) -> PreparedDocument:
     """Check a document write and encode its body, before anything is written.
 
-    The encoded size of a document is its body's JSON plus its text, in UTF-8 bytes.
+    The encoded size of a document is its body's JSON plus its text, in UTF-8 bytes. The
+    text may hold any character but NUL (the body may hold NUL: JSON escapes it).
 
     Raises:
         InvalidDocument: If a field is malformed.
@@ -415,6 +416,8 @@ def prepare_document(
     checked = check_object(body, "a document body", InvalidDocument)
     if not isinstance(text, str):
         raise InvalidDocument(f"a document's text must be a string, not {type(text).__name__}")
+    if "\x00" in text:  # PostgreSQL's text cannot hold it; refused everywhere alike
+        raise InvalidDocument("a document's text may not hold NUL characters")
     size = check_text(text, "a document's text", InvalidDocument)
     try:
         body_json = json.dumps(checked, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

@@ -21,6 +21,11 @@ against the query in Python on the message's own text, which also builds the
 highlighted snippet, so the hits are exactly the in-memory store's (no stemming; case
 and accents folded). What differs: words longer than `innodb_ft_max_token_size` (84)
 less 2 characters are not indexed and cannot be found; the rank is InnoDB's relevance.
+
+Documents are searched the same way: `documents.search` holds the tokens of a document's
+latest text, `documents.text` the text itself for the check and the snippet. A key is
+kept as `VARBINARY` (byte order, trailing spaces significant) and found by its SHA-256,
+since a 512-character key is too long for a unique index.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import Any
 from sessionary.errors import InvalidQuery
 from sessionary.model import decode_body, from_micros, message_text
 from sessionary.query import Query, Term, words
-from sessionary.records import Scope, SearchHit
+from sessionary.records import DocumentHit, Scope, SearchHit
 from sessionary.stores._sql_common import Dialect, Migration
 from sessionary.stores._textmatch import fold, match_text
 
@@ -95,6 +100,34 @@ _V1: tuple[str, ...] = (
     ) {_TABLE}""",
 )
 
+_V2: tuple[str, ...] = (
+    "SET SESSION innodb_ft_enable_stopword = OFF",
+    f"""CREATE TABLE IF NOT EXISTS documents (
+        pk BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        level VARCHAR(16) NOT NULL,
+        tenant {_ID},
+        user_id {_ID},
+        owner {_ID},
+        namespace VARCHAR(128) NOT NULL,
+        doc_key VARBINARY(2048) NOT NULL,
+        key_hash BINARY(32) NOT NULL,
+        version BIGINT NOT NULL,
+        text LONGTEXT NOT NULL,
+        search LONGTEXT NOT NULL,
+        UNIQUE KEY documents_key (level, tenant, user_id, owner, namespace, key_hash),
+        FULLTEXT KEY documents_search (search)
+    ) {_TABLE}""",
+    f"""CREATE TABLE IF NOT EXISTS document_versions (
+        document_pk BIGINT NOT NULL,
+        version BIGINT NOT NULL,
+        body LONGTEXT NOT NULL,
+        text LONGTEXT NOT NULL,
+        author VARCHAR(128) NOT NULL,
+        updated_us BIGINT NOT NULL,
+        PRIMARY KEY (document_pk, version)
+    ) {_TABLE}""",
+)
+
 
 class MySQLDialect(Dialect):
     """MySQL 8 or MariaDB 10.6 or later (recursive CTEs, InnoDB FULLTEXT)."""
@@ -102,7 +135,10 @@ class MySQLDialect(Dialect):
     name = "mysql"
     migrations: tuple[Migration, ...] = (
         (1, "sessions, messages with a FULLTEXT index, and state", _V1),
+        (2, "versioned documents with a FULLTEXT index", _V2),
     )
+    share_lock = " LOCK IN SHARE MODE"
+    """Understood by MySQL 8 and MariaDB alike (MariaDB has no `FOR SHARE`)."""
     migrations_table = (
         "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INT NOT NULL PRIMARY KEY, "
         "name VARCHAR(200) NOT NULL, "
@@ -169,6 +205,43 @@ class MySQLDialect(Dialect):
             score, snippet = match_text(query, text)
             if score:
                 hits.append(SearchHit(r[0], r[1], r[2], snippet, float(r[5]), from_micros(r[3])))
+        return hits[:limit]
+
+    def key_param(self, key: str) -> bytes:
+        """A key as `doc_key` holds it: UTF-8 bytes, compared and sorted byte by byte.
+
+        (The `_bin` collations ignore trailing spaces; keys may end with one.)
+        """
+        return key.encode()
+
+    def document_search_sql(
+        self, owner: Sequence[str], namespace: str | None, query: Query, limit: int
+    ) -> tuple[str, list[Any]]:
+        """Candidates by InnoDB relevance, with the latest text to check them on."""
+        against = to_boolean_mode(query)
+        match = "MATCH (d.search) AGAINST (%s IN BOOLEAN MODE)"
+        where = "" if namespace is None else " AND d.namespace = %s"
+        sql = (
+            f"SELECT d.namespace, d.doc_key, d.text, {match} AS score, d.version "
+            f"FROM documents AS d WHERE {match} AND d.level = %s AND d.tenant = %s "
+            f"AND d.user_id = %s AND d.owner = %s AND d.version > 0{where} "
+            "ORDER BY score DESC, d.namespace, d.doc_key LIMIT %s"
+        )
+        params: list[Any] = [against, against, *owner]
+        if namespace is not None:
+            params.append(namespace)
+        return sql, [*params, limit + _OVERFETCH]
+
+    def document_hits(
+        self, rows: Sequence[Sequence[Any]], query: Query, limit: int
+    ) -> list[DocumentHit]:
+        """Keep the best `limit` candidates that match `query` exactly, with snippets."""
+        hits: list[DocumentHit] = []
+        for r in rows:
+            score, snippet = match_text(query, r[2])
+            if score:
+                key = bytes(r[1]).decode()
+                hits.append(DocumentHit(r[0], key, snippet, float(r[3]), int(r[4])))
         return hits[:limit]
 
 

@@ -15,6 +15,10 @@ parameter of `to_tsquery`, never spliced into SQL. A group whose terms hold no w
 parser indexes (e.g. only `½`) can match nothing, so the query is guarded with
 `numnode(...) > 0` per group rather than letting PostgreSQL drop that group and match
 more than asked.
+
+Documents keep their own text in `documents.text` (returned as written) and its words in
+`documents.search` (as `messages.text` does), which the `tsvector` column indexes; only a
+document's latest version is in that row, so only latest versions can match.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 from sessionary.errors import InvalidQuery
 from sessionary.model import from_micros
 from sessionary.query import Query, Term, words
-from sessionary.records import Scope, SearchHit
+from sessionary.records import DocumentHit, Scope, SearchHit
 from sessionary.stores._common import HIGHLIGHT
 from sessionary.stores._sql_common import Dialect, Migration
 
@@ -90,6 +94,34 @@ _V1: tuple[str, ...] = (
     )""",
 )
 
+_V2: tuple[str, ...] = (
+    f"""CREATE TABLE documents (
+        pk BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        level TEXT NOT NULL,
+        tenant TEXT COLLATE "C" NOT NULL,
+        user_id TEXT COLLATE "C" NOT NULL,
+        owner TEXT COLLATE "C" NOT NULL,
+        namespace TEXT COLLATE "C" NOT NULL,
+        doc_key TEXT COLLATE "C" NOT NULL,
+        key_hash BYTEA NOT NULL,
+        version BIGINT NOT NULL,
+        text TEXT NOT NULL,
+        search TEXT NOT NULL,
+        search_tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector({_CONFIG}::regconfig, search)) STORED,
+        UNIQUE (level, tenant, user_id, owner, namespace, key_hash)
+    )""",
+    "CREATE INDEX documents_search ON documents USING gin (search_tsv)",
+    """CREATE TABLE document_versions (
+        document_pk BIGINT NOT NULL,
+        version BIGINT NOT NULL,
+        body TEXT NOT NULL,
+        text TEXT NOT NULL,
+        author TEXT NOT NULL,
+        updated_us BIGINT NOT NULL,
+        PRIMARY KEY (document_pk, version)
+    )""",
+)
+
 
 class PostgresDialect(Dialect):
     """PostgreSQL 12 or later.
@@ -102,6 +134,7 @@ class PostgresDialect(Dialect):
     name = "postgresql"
     migrations: tuple[Migration, ...] = (
         (1, "sessions, messages with a tsvector index, and state", _V1),
+        (2, "versioned documents with a tsvector index", _V2),
     )
     migrations_table = (
         "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INTEGER PRIMARY KEY, "
@@ -157,6 +190,37 @@ class PostgresDialect(Dialect):
         """Rows (session, message, role, created_us, snippet, rank) as hits."""
         del query, limit
         return [SearchHit(r[0], r[1], r[2], r[4], float(r[5]), from_micros(r[3])) for r in rows]
+
+    def document_search_sql(
+        self, owner: Sequence[str], namespace: str | None, query: Query, limit: int
+    ) -> tuple[str, list[Any]]:
+        """The best `limit` latest versions, ranked by `ts_rank`, with `ts_headline` snippets."""
+        tsquery = to_tsquery(query)
+        match = f"to_tsquery({_CONFIG}, %s)"
+        guards = " AND ".join([f"numnode(to_tsquery({_CONFIG}, %s)) > 0"] * len(query.groups))
+        where = "" if namespace is None else " AND d.namespace = %s"
+        sql = (
+            f"SELECT d.namespace, d.doc_key, ts_headline({_CONFIG}, d.search, {match}, %s), "
+            "top.rank, d.version FROM ("
+            f"SELECT d.pk, ts_rank(d.search_tsv, {match}) AS rank FROM documents AS d "
+            f"WHERE d.search_tsv @@ {match} AND d.level = %s AND d.tenant = %s "
+            f"AND d.user_id = %s AND d.owner = %s AND d.version > 0{where} AND {guards} "
+            "ORDER BY rank DESC, d.namespace, d.doc_key LIMIT %s"
+            ") AS top JOIN documents AS d ON d.pk = top.pk "
+            "ORDER BY top.rank DESC, d.namespace, d.doc_key"
+        )
+        params: list[Any] = [tsquery, _HEADLINE, tsquery, tsquery, *owner]
+        if namespace is not None:
+            params.append(namespace)
+        params += [_group_tsquery(group) for group in query.groups]
+        return sql, [*params, limit]
+
+    def document_hits(
+        self, rows: Sequence[Sequence[Any]], query: Query, limit: int
+    ) -> list[DocumentHit]:
+        """Rows (namespace, key, snippet, rank, version) as hits."""
+        del query, limit
+        return [DocumentHit(r[0], r[1], r[2], float(r[3]), int(r[4])) for r in rows]
 
 
 def to_tsquery(query: Query) -> str:

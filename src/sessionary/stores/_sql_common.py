@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from sessionary.errors import InvalidInput
 from sessionary.model import Message, to_micros
 from sessionary.query import Query, words
-from sessionary.records import Scope, SearchHit, SessionInfo, decode_cursor
+from sessionary.records import DocumentHit, Scope, SearchHit, SessionInfo, decode_cursor
 from sessionary.stores._common import Prepared
 from sessionary.stores._rows import SESSION_COLUMNS, message_from_row, now_us, stored_copy
 
@@ -149,6 +149,28 @@ class Dialect:
     def index_text(self, text: str) -> str:
         """What `messages.text` holds for a message's text; its words by default."""
         return search_text(text)
+
+    share_lock = " FOR SHARE"
+    """What a SELECT ends with to lock its rows against writers but not other readers."""
+
+    def key_param(self, key: str) -> Any:
+        """A document key as `documents.doc_key` holds it (the text itself by default)."""
+        return key
+
+    def document_search_sql(
+        self, owner: Sequence[str], namespace: str | None, query: Query, limit: int
+    ) -> tuple[str, list[Any]]:
+        """The statement that finds the best `limit` documents of one owner, and its parameters.
+
+        Rows are (namespace, key, snippet or text, rank, version), best first.
+        """
+        raise NotImplementedError
+
+    def document_hits(
+        self, rows: Sequence[Sequence[Any]], query: Query, limit: int
+    ) -> list[DocumentHit]:
+        """Turn the rows `document_search_sql` returned into at most `limit` hits."""
+        raise NotImplementedError
 
 
 def redact(url: str) -> str:

@@ -84,7 +84,8 @@ from sessionary.stores._sql_common import (
     import_rows,
     plan_chain,
 )
-from sessionary.stores.base import SEARCH
+from sessionary.stores._sql_documents import AsyncSQLDocuments
+from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 
 __all__ = ["AsyncDriver", "AsyncSQLStore", "AsyncTransaction"]
 
@@ -125,16 +126,18 @@ class AsyncDriver(Protocol):
         ...
 
 
-class AsyncSQLStore:
+class AsyncSQLStore(AsyncSQLDocuments):
     """A store on an SQL server, through a driver and a dialect.
+
+    The document methods come from `AsyncSQLDocuments` (in `_sql_documents`).
 
     Args:
         driver: The connection pool (e.g. `AsyncPostgresDriver`).
         dialect: The server's SQL (e.g. `PostgresDialect`).
-        max_message_bytes: The largest encoded message (and state document) accepted.
+        max_message_bytes: The largest encoded message (and state or document) accepted.
     """
 
-    capabilities = frozenset({SEARCH})
+    capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
 
     def __init__(
         self,
@@ -294,6 +297,7 @@ class AsyncSQLStore:
                 f"DELETE FROM states WHERE {shared.STATE_KEY}",
                 ("session", scope.tenant, scope.user, session_id),
             )
+            await self._delete_session_documents(tx, scope, session_id)
             await tx.execute("DELETE FROM sessions WHERE pk = %s", (pk,))
             return True
 
@@ -612,6 +616,8 @@ class AsyncSQLStore:
         async with self._begin() as tx:
             rows = await tx.fetchall(
                 "SELECT tenant, user_id FROM sessions UNION SELECT tenant, user_id FROM states "
+                "WHERE level IN ('user', 'app') AND version > 0 "
+                "UNION SELECT tenant, user_id FROM documents "
                 "WHERE level IN ('user', 'app') AND version > 0"
             )
         return scopes_from_rows(rows)

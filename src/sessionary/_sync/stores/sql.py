@@ -27,7 +27,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sessionary._sync.stores.base import SEARCH
+from sessionary._sync.stores._sql_documents import SQLDocuments
+from sessionary._sync.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 from sessionary.errors import (
     AlreadyExists,
     HeadConflict,
@@ -127,16 +128,18 @@ class Driver(Protocol):
         ...
 
 
-class SQLStore:
+class SQLStore(SQLDocuments):
     """A store on an SQL server, through a driver and a dialect.
+
+    The document methods come from `SQLDocuments` (in `_sql_documents`).
 
     Args:
         driver: The connection pool (e.g. `PostgresDriver`).
         dialect: The server's SQL (e.g. `PostgresDialect`).
-        max_message_bytes: The largest encoded message (and state document) accepted.
+        max_message_bytes: The largest encoded message (and state or document) accepted.
     """
 
-    capabilities = frozenset({SEARCH})
+    capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
 
     def __init__(
         self,
@@ -292,6 +295,7 @@ class SQLStore:
                 f"DELETE FROM states WHERE {shared.STATE_KEY}",
                 ("session", scope.tenant, scope.user, session_id),
             )
+            self._delete_session_documents(tx, scope, session_id)
             tx.execute("DELETE FROM sessions WHERE pk = %s", (pk,))
             return True
 
@@ -604,6 +608,8 @@ class SQLStore:
         with self._begin() as tx:
             rows = tx.fetchall(
                 "SELECT tenant, user_id FROM sessions UNION SELECT tenant, user_id FROM states "
+                "WHERE level IN ('user', 'app') AND version > 0 "
+                "UNION SELECT tenant, user_id FROM documents "
                 "WHERE level IN ('user', 'app') AND version > 0"
             )
         return scopes_from_rows(rows)

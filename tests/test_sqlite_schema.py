@@ -1,0 +1,41 @@
+"""What only the SQLite backend has: its schema migrations, applied in place."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import sessionary
+from sessionary import Message
+from sessionary.query import parse_query
+from sessionary.stores import _sqlite_base
+from sessionary.stores._sqlite_schema import MIGRATIONS
+
+pytestmark = pytest.mark.sqlite
+
+
+def _applied(path: Path) -> list[tuple[int, str]]:
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT version, name FROM schema_migrations ORDER BY version").fetchall()
+
+
+def test_a_version_1_file_is_upgraded_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "old.db"
+    with monkeypatch.context() as patch:
+        patch.setattr(_sqlite_base, "MIGRATIONS", MIGRATIONS[:1])
+        with sessionary.SessionManager(f"sqlite:///{path}") as old:
+            old.create(id="kept").append(Message.user("written before the upgrade"))
+            old.update_state({"n": 1})
+    assert _applied(path) == [(1, MIGRATIONS[0][1])]
+    with sessionary.SessionManager(f"sqlite:///{path}") as new:
+        assert [m.text for m in new.session("kept").history()] == ["written before the upgrade"]
+        assert new.get_state().data == {"n": 1}
+        store = new.store
+        store.put_document(new.scope, "session", "kept", "block", "k", {}, "pelican", "user", 0)
+        hits = store.search_documents(new.scope, "session", "kept", None, parse_query("pelican"), 5)
+        assert [h.key for h in hits] == ["k"]
+    assert _applied(path) == [(version, name) for version, name, _ in MIGRATIONS]

@@ -7,6 +7,14 @@ import inspect
 import pytest
 
 import sessionary
+from sessionary._sync.compaction.runtime import Compactor
+from sessionary.compaction import (
+    AnthropicSummarizer,
+    AsyncAnthropicSummarizer,
+    AsyncOpenAISummarizer,
+    OpenAISummarizer,
+)
+from sessionary.compaction.runtime import AsyncCompactor
 
 EXPECTED = {
     "ANY", "HEAD", "AgentState", "AgentStateKeeper", "AsyncAgentStateKeeper",
@@ -26,6 +34,9 @@ EXPECTED = {
     "ContextProvider", "Entry", "EntryHit", "FolderSkills", "ReadOnlyBlock", "SearchProvider",
     "SessionConfig", "SessionHistory", "SkillProvider", "StoredBlock", "StoredSearch",
     "StoredSkills", "ToolResult", "ToolSpec", "WritableContextProvider", "export_tools",
+    "CompactionPolicy", "Eviction", "HeuristicCounter", "MemoryFlush", "Overlay",
+    "StructuredSummarizer", "SummarizerError", "SummaryRequest", "TokenCounter",
+    "call_with_recovery",
 }  # fmt: skip
 
 
@@ -49,6 +60,9 @@ def _public_methods(cls: type) -> dict[str, inspect.Signature]:
         (sessionary.AsyncSession, sessionary.Session),
         (sessionary.AsyncSessionManager, sessionary.SessionManager),
         (sessionary.AsyncAgentStateKeeper, sessionary.AgentStateKeeper),
+        (AsyncCompactor, Compactor),
+        (AsyncOpenAISummarizer, OpenAISummarizer),
+        (AsyncAnthropicSummarizer, AnthropicSummarizer),
     ],
 )
 def test_async_and_sync_twins_have_the_same_methods(async_cls: type, sync_cls: type) -> None:

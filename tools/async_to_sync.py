@@ -44,6 +44,10 @@ GENERATED: dict[str, str] = {
     "context.py": "_sync/context.py",
     "tools.py": "_sync/tools.py",
     "_context_api.py": "_sync/_context_api.py",
+    "compaction/llm.py": "_sync/compaction/llm.py",
+    "compaction/runtime.py": "_sync/compaction/runtime.py",
+    "compaction/recovery.py": "_sync/compaction/recovery.py",
+    "compaction/tool.py": "_sync/compaction/tool.py",
 }
 
 # Renames beyond the rule that strips the prefix of `Async[A-Z]...` names.

@@ -13,6 +13,7 @@ Quick start::
 have the same methods, awaited.
 """
 
+from sessionary._sync.compaction.recovery import call_with_recovery
 from sessionary._sync.keeper import AgentStateKeeper
 from sessionary._sync.manager import SessionManager
 from sessionary._sync.providers import SessionHistory, StoredBlock, StoredSearch, StoredSkills
@@ -32,6 +33,9 @@ from sessionary.blocks import (
     SkillProvider,
     WritableContextProvider,
 )
+from sessionary.compaction.overlays import Overlay
+from sessionary.compaction.policy import CompactionPolicy, Eviction, MemoryFlush
+from sessionary.compaction.summary import StructuredSummarizer, SummaryRequest
 from sessionary.errors import (
     AlreadyExists,
     BackendNotInstalled,
@@ -56,6 +60,7 @@ from sessionary.errors import (
     SessionNotFound,
     StoreError,
     StoreUnavailable,
+    SummarizerError,
     Unsupported,
     VersionConflict,
 )
@@ -93,6 +98,7 @@ from sessionary.session import AsyncSession
 from sessionary.skills import FolderSkills
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.registry import open_async_store
+from sessionary.tokens import HeuristicCounter, TokenCounter
 from sessionary.toolspec import ToolResult, ToolSpec, export_tools
 
 __version__ = "0.1.0"
@@ -170,6 +176,16 @@ __all__ = [
     "Unsupported",
     "VersionConflict",
     "WritableContextProvider",
+    "CompactionPolicy",
+    "Eviction",
+    "HeuristicCounter",
+    "MemoryFlush",
+    "Overlay",
+    "StructuredSummarizer",
+    "SummarizerError",
+    "SummaryRequest",
+    "TokenCounter",
+    "call_with_recovery",
     "__version__",
     "export_tools",
     "new_id",

@@ -22,6 +22,7 @@ SessionaryError
 │   ├── HeadConflict        the session's head moved since the caller looked
 │   └── VersionConflict     a state's or document's version moved since the caller looked
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
+├── SummarizerError         a compaction's summarizer failed (model error, timeout, blank)
 └── StoreError              the backend failed
     ├── StoreUnavailable    the server or file cannot be reached or opened
     ├── BackendNotInstalled the backend's optional dependency is missing
@@ -58,6 +59,7 @@ __all__ = [
     "SessionaryError",
     "StoreError",
     "StoreUnavailable",
+    "SummarizerError",
     "Unsupported",
     "VersionConflict",
 ]
@@ -152,6 +154,10 @@ class VersionConflict(Conflict):
 
 class Unsupported(SessionaryError):
     """The backend does not have the capability this call needs."""
+
+
+class SummarizerError(SessionaryError):
+    """A compaction's summarizer failed; the history is left as it was."""
 
 
 class StoreError(SessionaryError):

@@ -13,6 +13,8 @@ from typing import Any
 
 from sessionary._context_api import AsyncHistoryToolsMixin
 from sessionary.blocks import SessionConfig
+from sessionary.compaction.policy import CompactionPolicy
+from sessionary.compaction.split import continuation
 from sessionary.errors import (
     AlreadyExists,
     InvalidInput,
@@ -66,6 +68,7 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         tenant: The application that owns the data.
         user: The user within the tenant.
         config: The context blocks, prompt caching and tools of every session it opens.
+        compaction: How its sessions compact (see `CompactionPolicy`).
     """
 
     def __init__(
@@ -75,9 +78,11 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         tenant: str = "default",
         user: str = "default",
         config: SessionConfig | None = None,
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         self.scope = Scope(tenant, user)
         self.config = config if config is not None else SessionConfig()
+        self.compaction = compaction
         if not isinstance(store, str) and not hasattr(store, "capabilities"):
             raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
         self._owns_store = isinstance(store, str)
@@ -97,7 +102,9 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
     def for_user(self, user: str, *, tenant: str | None = None) -> AsyncSessionManager:
         """Return a manager for another user (and tenant) sharing this one's store."""
         tenant = self.scope.tenant if tenant is None else tenant
-        return AsyncSessionManager(self.store, tenant=tenant, user=user, config=self.config)
+        return AsyncSessionManager(
+            self.store, tenant=tenant, user=user, config=self.config, compaction=self.compaction
+        )
 
     # ------------------------------------------------------------------ registry
 
@@ -108,7 +115,9 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
             InvalidId: If the id is malformed. (A missing session raises
                 `SessionNotFound` from the handle's first read or write.)
         """
-        return AsyncSession(self.store, self.scope, session_id, self.config)
+        return AsyncSession(
+            self.store, self.scope, session_id, self.config, compaction=self.compaction
+        )
 
     async def create(
         self,
@@ -231,7 +240,8 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         """Copy the path up to a message (default: the head) into a new session.
 
         The fork records `session_id` as its parent, keeps the messages' ids and times,
-        and starts with a copy of the session's state. A fork point partway through a
+        and starts with a copy of the session's state and of the compaction overlays
+        whose range lies on the copied path. A fork point partway through a
         tool turn (some of an assistant message's calls answered, not all) is refused, so
         a fork never separates a tool call from its result.
 
@@ -262,6 +272,45 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
             head_id=path[-1].id if path else None,
         )
         created = await self.store.import_session(self.scope, info, path, state)
+        fork = self.session(created.id)
+        if DOCUMENTS in self.store.capabilities:
+            await self.session(session_id)._compactor.copy_to(fork._compactor, path)
+        return fork
+
+    async def compact_and_split(
+        self, session_id: str, *, name: str | None = None, id: str | None = None
+    ) -> AsyncSession:
+        """End a session and continue it in a new one that starts from its summary.
+
+        The head's branch is compacted with no protected head; the new session (whose
+        parent is `session_id`) holds the summary as an ordinary first message (marked
+        in its metadata under ``sessionary.continued_from``) followed by the kept tail,
+        and a copy of the state. The old session ends with the reason ``compacted``; its
+        messages stay readable and searchable.
+
+        Raises:
+            SessionNotFound: If there is no such session.
+            Unsupported: If the store has no documents.
+            SummarizerError: If the summarizer fails; nothing is changed.
+        """
+        source = await self.get(session_id)
+        if source is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        old = self.session(session_id)
+        await old.compact(protect_head=0)
+        messages = continuation(await old.history(), session_id)
+        state = await self.store.get_state(self.scope, "session", session_id)
+        info = SessionInfo(
+            id=id if id is not None else new_id(),
+            name=name if name is not None else source.name,
+            parent_session_id=session_id,
+            model=source.model,
+            source=source.source,
+            metadata=dict(source.metadata),
+            head_id=messages[-1].id if messages else None,
+        )
+        created = await self.store.import_session(self.scope, info, messages, state)
+        await self.end(session_id, "compacted")
         return self.session(created.id)
 
     # ------------------------------------------------------------------ search and state

@@ -12,10 +12,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sessionary._sync._context_api import ContextMixin
+from sessionary._sync.compaction.runtime import Compactor
 from sessionary._sync.keeper import AgentStateKeeper
 from sessionary._sync.stores.base import Store
 from sessionary.blocks import SessionConfig
-from sessionary.errors import InvalidInput, InvalidMessage, SessionNotFound
+from sessionary.compaction.overlays import Overlay
+from sessionary.compaction.planner import check_not_synthetic
+from sessionary.compaction.policy import CompactionPolicy
+from sessionary.compaction.view import read_range
+from sessionary.errors import InvalidInput, InvalidMessage, MessageNotFound, SessionNotFound
 from sessionary.ids import check_id
 from sessionary.model import ROLES, Message, parse_message
 from sessionary.query import parse_query
@@ -85,12 +90,13 @@ def coerce_message(message: Message | Mapping[str, Any]) -> Message:
     """Return `message` as a Message, parsing a mapping.
 
     Raises:
-        InvalidMessage: If `message` is neither a Message nor a valid message mapping.
+        InvalidMessage: If `message` is neither a Message nor a valid message mapping, or
+            is a compaction summary echoed back (those are never stored as messages).
     """
     if isinstance(message, Message):
-        return message
+        return check_not_synthetic(message)
     if isinstance(message, Mapping):
-        return parse_message(message)
+        return check_not_synthetic(parse_message(message))
     raise InvalidMessage(f"expected a Message or a mapping, not {type(message).__name__}")
 
 
@@ -99,17 +105,26 @@ class Session(ContextMixin):
 
     Every method reads or writes the store, so several handles (in this process or
     others) on the same session always agree. `config` sets its context blocks, prompt
-    caching and memory tools (see `sessionary.blocks.SessionConfig`).
+    caching and memory tools (see `sessionary.blocks.SessionConfig`); `compaction` sets
+    how it compacts (see `CompactionPolicy`). Overlays already stored apply to every
+    handle.
     """
 
     def __init__(
-        self, store: Store, scope: Scope, session_id: str, config: SessionConfig | None = None
+        self,
+        store: Store,
+        scope: Scope,
+        session_id: str,
+        config: SessionConfig | None = None,
+        *,
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         self._store = store
         self._scope = scope
         self._id = check_id(session_id, "session id")
         self._config = config if config is not None else SessionConfig()
         self._context_state = None
+        self._compactor = Compactor(store, scope, self._id, compaction or CompactionPolicy())
 
     @property
     def id(self) -> str:
@@ -163,6 +178,7 @@ class Session(ContextMixin):
             check_parent(parent),
             check_expected_head(expected_head),
         )
+        self._compactor.after_append()
         return stored[0]
 
     def append_all(
@@ -182,9 +198,11 @@ class Session(ContextMixin):
         batch = [coerce_message(m) for m in messages]
         if not batch:
             return []
-        return self._store.append(
+        stored = self._store.append(
             self._scope, self._id, batch, check_parent(parent), check_expected_head(expected_head)
         )
+        self._compactor.after_append()
+        return stored
 
     def update(self, message: Message | Mapping[str, Any]) -> Message:
         """Replace a stored message's parts and metadata (its role and place stay).
@@ -229,17 +247,23 @@ class Session(ContextMixin):
         path = self._store.get_path(self._scope, self._id, None, 1)
         return path[-1] if path else None
 
-    def history(self, leaf: str | None = None, limit: int | None = None) -> list[Message]:
+    def history(
+        self, leaf: str | None = None, limit: int | None = None, *, raw: bool = False
+    ) -> list[Message]:
         """Return the path from the root to `leaf` (default: the head), oldest first.
 
         With `limit`, return the most recent `limit` messages without reading the rest,
         widened backwards where needed so that no tool result is shown without its call.
+        A compacted range shows as its summary message; `raw=True` shows the originals.
 
         Raises:
             MessageNotFound: If `leaf` is not in this session.
         """
         check_limit(limit)
         leaf = _optional_id(leaf, "leaf message id")
+        shown = None if raw else self._compactor.overlaid(leaf)
+        if shown is not None:
+            return shown if limit is None else shown[pair_safe_start(shown, len(shown) - limit) :]
         window = self._store.get_path(self._scope, self._id, leaf, limit)
         if limit is None:
             return window
@@ -253,6 +277,57 @@ class Session(ContextMixin):
             if start > 0:
                 break
         return window
+
+    # ------------------------------------------------------------------ compaction
+
+    def compact(
+        self,
+        leaf: str | None = None,
+        *,
+        protect_head: int | None = None,
+        tail_tokens: int | None = None,
+    ) -> Overlay | None:
+        """Summarize the older part of the branch ending at `leaf` (default: the head).
+
+        Stores an overlay and returns it, or None when nothing needs compacting. The
+        originals stay stored, searchable and readable with `history(raw=True)`.
+        `protect_head` and `tail_tokens` override the policy's for this call.
+
+        Raises:
+            Unsupported: If the store has no documents.
+            SummarizerError: If the summarizer fails; nothing is stored.
+        """
+        leaf = _optional_id(leaf, "leaf message id")
+        return self._compactor.compact(leaf, protect_head=protect_head, tail_tokens=tail_tokens)
+
+    def overlays(self) -> list[Overlay]:
+        """Return the session's compaction overlays on every branch, oldest first."""
+        return self._compactor.overlays()
+
+    def context_messages(self, leaf: str | None = None) -> list[Message]:
+        """Return the history a model should see, as the compaction policy says.
+
+        Overlays are applied, large tool results previewed, long tool arguments clipped.
+        """
+        return self._compactor.context(_optional_id(leaf, "leaf message id"))
+
+    def estimate_tokens(self, leaf: str | None = None) -> int:
+        """Return the estimated prompt tokens of `context_messages` (plus the reserve)."""
+        return self._compactor.estimate(_optional_id(leaf, "leaf message id"))
+
+    def read_tool_result(
+        self, message_id: str, call_id: str | None = None, start: int = 0, end: int | None = None
+    ) -> str:
+        """Return characters `start`..`end` of a stored tool result's whole output.
+
+        Raises:
+            MessageNotFound: If no message with that id is in this session.
+            InvalidInput: If it holds no such result, or the range is malformed.
+        """
+        message = self.get_message(message_id)
+        if message is None:
+            raise MessageNotFound(f"no message {message_id!r} in this session")
+        return read_range(message, call_id, start, end)
 
     def branches(self, message_id: str) -> list[Message]:
         """Return the children of a message, oldest first.

@@ -67,7 +67,7 @@ class Store(Protocol):
         ...
 
     def delete_session(self, scope: Scope, session_id: str) -> bool:
-        """Delete a session with its messages, state and search rows."""
+        """Delete a session with its messages, state, documents and search rows."""
         ...
 
     def append(
@@ -179,6 +179,12 @@ class Store(Protocol):
         as for state. `expected_version` None writes unconditionally; 0 requires that the
         document does not exist; N requires that its latest version is N. A mismatch
         raises `VersionConflict` and writes nothing.
+
+        `namespace` matches ``[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}``; `key` is 1 to 512
+        characters without control characters; `body` is a JSON object; `text` any
+        string without NUL; `author` at most 128 printable characters. A malformed
+        argument raises `InvalidDocument` (a negative `expected_version` too); a body's
+        JSON plus the text over `max_message_bytes` (UTF-8) raises `PayloadTooLarge`.
         """
         ...
 
@@ -258,9 +264,9 @@ class Store(Protocol):
         ...
 
     def list_scopes(self) -> list[Scope]:
-        """Return every scope that owns a session or a user state document, sorted.
+        """Return every scope that owns a session, a user state or a user document, sorted.
 
-        A tenant with an app state document is also listed with the default user.
+        A tenant with an app state or app document is also listed with the default user.
         """
         ...
 

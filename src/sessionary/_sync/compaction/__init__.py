@@ -1,0 +1,1 @@
+"""Generated synchronous twins of the async modules; do not edit by hand."""

@@ -1,0 +1,359 @@
+"""Compaction against a store: overlays applied at read time, `compact`, auto-compaction.
+
+`AsyncCompactor` is the source; `sessionary._sync.compaction.runtime.Compactor` is its
+generated synchronous twin. Sessions own one each; it holds no messages itself.
+
+Reads cost what they return: the overlay index is one small document; a branch's overlay
+is found by reading the path backwards from the leaf only as far as the overlay's last
+message (its depth is recorded), and the protected head before the overlay's first
+message. The compacted range itself is never read to show a history.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from sessionary.compaction.overlays import (
+    INDEX_KEY,
+    INDEX_NAMESPACE,
+    NAMESPACE,
+    Overlay,
+    candidates,
+    index_entry,
+    overlay_from_body,
+    overlay_to_body,
+    synthetic_message,
+)
+from sessionary.compaction.planner import CompactionPlan, plan_compaction, summary_budget
+from sessionary.compaction.policy import CompactionPolicy
+from sessionary.compaction.summary import (
+    SummaryRequest,
+    check_summary,
+    durable_facts,
+    previous_text,
+)
+from sessionary.compaction.view import context_view
+from sessionary.errors import SummarizerError, Unsupported, VersionConflict
+from sessionary.ids import new_id
+from sessionary.model import Message
+from sessionary.records import Scope
+from sessionary.stores.base import DOCUMENTS, AsyncStore
+
+__all__ = ["AsyncCompactor"]
+
+log = logging.getLogger("sessionary.compaction")
+_RETRIES = 8
+
+
+class AsyncCompactor:
+    """Applies, makes and lists the compaction overlays of one session.
+
+    Args:
+        store: The session's store.
+        scope: The session's scope.
+        session_id: The session.
+        policy: The compaction settings.
+    """
+
+    def __init__(
+        self, store: AsyncStore, scope: Scope, session_id: str, policy: CompactionPolicy
+    ) -> None:
+        self.store = store
+        self.scope = scope
+        self.session_id = session_id
+        self.policy = policy
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def _has_documents(self) -> bool:
+        return DOCUMENTS in self.store.capabilities
+
+    async def _index(self) -> tuple[list[dict[str, Any]], int]:
+        if not self._has_documents:
+            return [], 0
+        doc = await self.store.get_document(
+            self.scope, "session", self.session_id, INDEX_NAMESPACE, INDEX_KEY, None
+        )
+        if doc is None:
+            return [], 0
+        return list(doc.body.get("entries") or []), doc.version
+
+    async def overlays(self) -> list[Overlay]:
+        """Return every overlay of the session (superseded ones too), oldest first."""
+        entries, _ = await self._index()
+        found = []
+        for entry in sorted(entries, key=lambda e: int(e["created_us"])):
+            overlay = await self._overlay(str(entry["id"]))
+            if overlay is not None:
+                found.append(overlay)
+        return found
+
+    async def _overlay(self, overlay_id: str) -> Overlay | None:
+        doc = await self.store.get_document(
+            self.scope, "session", self.session_id, NAMESPACE, overlay_id, None
+        )
+        return None if doc is None else overlay_from_body(overlay_id, doc.body)
+
+    async def _extend(self, leaf: str | None, suffix: list[Message], need: int) -> list[Message]:
+        if need <= len(suffix):
+            return suffix
+        if not suffix:
+            return await self.store.get_path(self.scope, self.session_id, leaf, need)
+        if suffix[0].parent_id is None:
+            return suffix
+        earlier = await self.store.get_path(
+            self.scope, self.session_id, suffix[0].parent_id, need - len(suffix)
+        )
+        return earlier + suffix
+
+    async def visible(self, leaf: str | None = None) -> list[Message]:
+        """Return the path to `leaf` (default: the head) with its overlay applied.
+
+        The newest overlay whose range is on the path replaces that range with its
+        summary message.
+        """
+        shown = await self.overlaid(leaf)
+        if shown is None:
+            return await self.store.get_path(self.scope, self.session_id, leaf, None)
+        return shown
+
+    async def overlaid(self, leaf: str | None = None) -> list[Message] | None:
+        """Return the path to `leaf` with its overlay applied, or None if none applies.
+
+        None costs one document read when the session has no overlays at all.
+        """
+        entries, _ = await self._index()
+        if not entries:
+            return None
+        length = await self.store.get_path_length(self.scope, self.session_id, leaf)
+        suffix: list[Message] = []
+        for entry in candidates(entries, length):
+            need = length - int(entry["last_depth"]) + 1
+            suffix = await self._extend(leaf, suffix, need)
+            if len(suffix) < need or suffix[-need].id != entry["last_id"]:
+                continue
+            overlay = await self._overlay(str(entry["id"]))
+            if overlay is None:
+                continue
+            head = await self.store.get_path(self.scope, self.session_id, overlay.first_id, None)
+            head = head[:-1]
+            summary = synthetic_message(overlay, head[-1].id if head else None)
+            return [*head, summary, *suffix[len(suffix) - need + 1 :]]
+        return None
+
+    async def context(self, leaf: str | None = None) -> list[Message]:
+        """Return the visible history as a model should see it (eviction, clipping)."""
+        shown = await self.visible(leaf)
+        return context_view(shown, self.policy.eviction, self.policy.max_argument_chars)
+
+    async def estimate(self, leaf: str | None = None) -> int:
+        """Return the estimated prompt tokens: the context view plus `reserve_tokens`."""
+        shown = await self.context(leaf)
+        return self.policy.reserve_tokens + self.policy.counter.count_prompt(shown)
+
+    async def copy_to(self, target: AsyncCompactor, path: list[Message]) -> int:
+        """Copy to `target` the overlays whose range lies on `path` (a fork); return how many.
+
+        Raises:
+            Unsupported: If either store has no documents (nothing is copied then).
+        """
+        entries, _ = await self._index()
+        copied = 0
+        for entry in sorted(entries, key=lambda e: int(e["created_us"])):
+            depth = int(entry["last_depth"])
+            if depth > len(path) or path[depth - 1].id != entry["last_id"]:
+                continue
+            overlay = await self._overlay(str(entry["id"]))
+            if overlay is None:
+                continue
+            await target.store.put_document(
+                target.scope,
+                "session",
+                target.session_id,
+                NAMESPACE,
+                overlay.id,
+                overlay_to_body(overlay),
+                overlay.summary,
+                "compaction",
+                0,
+            )
+            await target._add_to_index(overlay)
+            copied += 1
+        return copied
+
+    # ------------------------------------------------------------------ compacting
+
+    async def compact(
+        self,
+        leaf: str | None = None,
+        *,
+        protect_head: int | None = None,
+        tail_tokens: int | None = None,
+    ) -> Overlay | None:
+        """Compact the branch ending at `leaf` (default: the head); return the new overlay.
+
+        Returns None when there is nothing to compact (a short history, or a tail that
+        already fits). Originals stay stored; only the view changes.
+
+        Raises:
+            Unsupported: If the store has no documents.
+            SummarizerError: If the summarizer fails; nothing is stored.
+        """
+        if not self._has_documents:
+            raise Unsupported("compaction overlays need a store with documents")
+        policy = self.policy
+        head = policy.protect_head if protect_head is None else protect_head
+        shown = await self.context(leaf)
+        plan = plan_compaction(
+            shown,
+            protect_head=head,
+            tail_tokens=policy.tail_tokens if tail_tokens is None else tail_tokens,
+            min_tail=policy.min_tail,
+            counter=policy.counter,
+        )
+        if plan is None:
+            return None
+        if policy.memory_flush is not None:
+            await self._flush(plan)
+        summary = await self._summarize(plan)
+        overlay = await self._make_overlay(plan, summary)
+        await self.store.put_document(
+            self.scope,
+            "session",
+            self.session_id,
+            NAMESPACE,
+            overlay.id,
+            overlay_to_body(overlay),
+            overlay.summary,
+            "compaction",
+            0,
+        )
+        await self._add_to_index(overlay)
+        return overlay
+
+    async def _summarize(self, plan: CompactionPlan) -> str:
+        policy = self.policy
+        previous = previous_text(plan.previous)
+        compacted = plan.tokens_compacted
+        request = SummaryRequest(
+            plan.messages,
+            previous,
+            summary_budget(
+                compacted,
+                ratio=policy.summary_ratio,
+                floor=policy.summary_floor,
+                ceiling=policy.summary_ceiling,
+            ),
+            policy.counter,
+        )
+        try:
+            result = policy.summarizer.summarize(request)
+            if inspect.isawaitable(result):
+                result = await result
+        except SummarizerError:
+            raise
+        except Exception as exc:
+            raise SummarizerError(f"the summarizer failed: {exc!r}") from exc
+        return check_summary(result)
+
+    async def _make_overlay(self, plan: CompactionPlan, summary: str) -> Overlay:
+        first = await self.store.get_path_length(self.scope, self.session_id, plan.first_id)
+        last = await self.store.get_path_length(self.scope, self.session_id, plan.last_id)
+        superseded = [m.metadata.get("sessionary.compaction", {}).get("id") for m in plan.previous]
+        overlay = Overlay(
+            id=new_id(),
+            first_id=plan.first_id,
+            last_id=plan.last_id,
+            first_depth=first,
+            last_depth=last,
+            summary=summary,
+            role=self.policy.summary_role,
+            tokens_before=plan.tokens_before,
+            tokens_after=0,
+            created_at=datetime.now(UTC),
+            supersedes=superseded[0] if superseded else None,
+        )
+        shown = self.policy.counter.count_message(synthetic_message(overlay))
+        return replace(overlay, tokens_after=plan.tokens_kept + shown)
+
+    async def _add_to_index(self, overlay: Overlay) -> None:
+        for _ in range(_RETRIES):
+            entries, version = await self._index()
+            try:
+                await self.store.put_document(
+                    self.scope,
+                    "session",
+                    self.session_id,
+                    INDEX_NAMESPACE,
+                    INDEX_KEY,
+                    {"entries": [*entries, index_entry(overlay)]},
+                    "",
+                    "compaction",
+                    version,
+                )
+                return
+            except VersionConflict:
+                continue
+        raise VersionConflict("the overlay index kept changing; the overlay is stored unindexed")
+
+    async def _flush(self, plan: CompactionPlan) -> None:
+        flush = self.policy.memory_flush
+        assert flush is not None
+        facts = durable_facts(plan.messages)
+        if not facts:
+            return
+        owner = self.session_id if flush.level == "session" else None
+        note = "\n".join(f"- {fact}" for fact in facts)
+        for _ in range(_RETRIES):
+            doc = await self.store.get_document(
+                self.scope, flush.level, owner, "block", flush.label, None
+            )
+            old = str(doc.body.get("content") or "") if doc is not None else ""
+            content = f"{old}\n{note}" if old else note
+            try:
+                await self.store.put_document(
+                    self.scope,
+                    flush.level,
+                    owner,
+                    "block",
+                    flush.label,
+                    {"content": content},
+                    content,
+                    "compaction",
+                    doc.version if doc is not None else 0,
+                )
+                return
+            except VersionConflict:
+                continue
+        raise VersionConflict(f"the memory block {flush.label!r} kept changing")
+
+    # ------------------------------------------------------------------ automatic
+
+    async def after_append(self) -> Overlay | None:
+        """Compact if the estimate passes the trigger; never raise (errors go to the hook)."""
+        trigger = self.policy.trigger_tokens
+        if trigger is None:
+            return None
+        try:
+            if await self.estimate() <= trigger:
+                return None
+            return await self.compact()
+        except Exception as exc:
+            self.report(exc)
+            return None
+
+    def report(self, error: BaseException) -> None:
+        """Hand `error` to the policy's error hook (or log it); never raise."""
+        hook = self.policy.on_error
+        if hook is None:
+            log.warning("automatic compaction failed: %r", error)
+            return
+        try:
+            hook(error)
+        except Exception as hook_error:
+            log.warning("the compaction error hook failed: %r", hook_error)

@@ -1,0 +1,208 @@
+"""Summarizers: the offline structured one, and the LLM ones through their real SDK clients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from _llm_server import ANTHROPIC_OVERFLOW, OPENAI_OVERFLOW, Behaviour, FakeLLM, serve
+
+from sessionary.compaction import (
+    SECTIONS,
+    AnthropicSummarizer,
+    AsyncAnthropicSummarizer,
+    AsyncOpenAISummarizer,
+    OpenAISummarizer,
+    StructuredSummarizer,
+    SummaryRequest,
+    build_prompt,
+    extract_references,
+    render_transcript,
+    structured_summary,
+)
+from sessionary.compaction.summary import check_summary
+from sessionary.errors import SummarizerError
+from sessionary.model import Message, ToolCallPart
+from sessionary.tokens import HeuristicCounter
+
+pytest.importorskip("openai")
+pytest.importorskip("anthropic")
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    with serve() as fake:
+        yield fake
+
+
+def turns() -> tuple[Message, ...]:
+    return (
+        Message.user(
+            "Please fix the failing test in tests/test_api.py; we deploy with `make release`."
+        ),
+        Message.assistant(
+            "Looking at it.",
+            tool_calls=[
+                ToolCallPart(id="c1", name="read_file", arguments={"path": "src/app/api.py"})
+            ],
+        ),
+        Message.tool(
+            "c1", "Traceback: KeyError user_id in parse_request", is_error=True, name="read_file"
+        ),
+        Message.assistant(
+            "We decided to validate user_id in parse_request. Next: update docs/api.md"
+        ),
+        Message.user("Can you also check https://example.com/spec and the ORDER_LIMIT setting?"),
+    )
+
+
+# ------------------------------------------------------------------ offline
+
+
+def test_structured_summary_has_sections_and_verbatim_references() -> None:
+    text = structured_summary(SummaryRequest(turns(), budget=2000))
+    for name in SECTIONS:
+        assert f"## {name}" in text
+    for ref in (
+        "tests/test_api.py",
+        "src/app/api.py",
+        "docs/api.md",
+        "make release",
+        "user_id",
+        "parse_request",
+        "ORDER_LIMIT",
+        "https://example.com/spec",
+    ):
+        assert ref in text
+    assert "KeyError" in text  # the error is a key point
+    assert "decided to validate" in text
+    assert "?" in text.split("## Open Items")[1]
+
+
+def test_structured_summary_is_deterministic_and_iterative() -> None:
+    first = structured_summary(SummaryRequest(turns()))
+    assert first == structured_summary(SummaryRequest(turns()))
+    later = (Message.user("Now rename HttpClient in lib/net.py"), Message.assistant("Renamed."))
+    second = structured_summary(SummaryRequest(later, previous=first))
+    for ref in ("tests/test_api.py", "src/app/api.py", "lib/net.py", "HttpClient", "user_id"):
+        assert ref in second
+    assert "Renamed." in second.split("## Current State")[1]
+    assert second.count("## Intent") == 1
+
+
+def test_structured_summary_fits_its_budget() -> None:
+    long = tuple(Message.assistant(f"We decided step {i} " + "word " * 50) for i in range(60))
+    counter = HeuristicCounter()
+    text = StructuredSummarizer().summarize(SummaryRequest(long, budget=300, counter=counter))
+    assert counter.count_text(text) <= 300
+    assert all(f"## {name}" in text for name in SECTIONS)
+
+
+def test_extract_references_kinds() -> None:
+    refs = extract_references(
+        "edit ./a/b.py and config.toml, run `pytest -q`, see PROJ-12 or deadbeef1"
+    )
+    assert refs["files"] == ["./a/b.py", "config.toml"]
+    assert refs["commands"] == ["pytest -q"]
+    assert "PROJ-12" in refs["identifiers"] and "deadbeef1" in refs["identifiers"]
+
+
+def test_transcript_renders_objects_as_json_and_clips() -> None:
+    text = render_transcript([Message.tool("c", {"rows": [1, 2]}), Message.user("x" * 100)], 14)
+    assert '{"rows":[1,2]}' in text and "[object" not in text
+    assert "more characters" in text
+
+
+def test_prompt_is_iterative_with_a_previous_summary() -> None:
+    system, user = build_prompt(SummaryRequest(turns(), previous="## Intent\n- old", budget=777))
+    assert "777" in system and "verbatim" in system
+    assert "PREVIOUS SUMMARY:\n## Intent\n- old" in user and "NEW TURNS:" in user
+    assert "CONVERSATION TO SUMMARIZE" in build_prompt(SummaryRequest(turns()))[1]
+
+
+def test_check_summary_refuses_blank_and_non_text() -> None:
+    with pytest.raises(SummarizerError):
+        check_summary("  ")
+    with pytest.raises(SummarizerError):
+        check_summary(None)
+
+
+# ------------------------------------------------------------------ OpenAI-compatible
+
+
+async def test_openai_summarizer_through_the_sdk(llm: FakeLLM) -> None:
+    llm.reply(Behaviour(text="## Intent\n- fix tests"))
+    summarizer = AsyncOpenAISummarizer("test-model", base_url=f"{llm.base_url}/v1", api_key="k")
+    text = await summarizer.summarize(SummaryRequest(turns(), previous="old one", budget=500))
+    assert text == "## Intent\n- fix tests"
+    sent = llm.requests[-1]
+    assert sent["path"] == "/v1/chat/completions" and sent["model"] == "test-model"
+    assert sent["messages"][0]["role"] == "system"
+    assert "PREVIOUS SUMMARY:\nold one" in sent["messages"][1]["content"]
+    assert sent["max_tokens"] == 1000
+
+
+def test_sync_openai_summarizer(llm: FakeLLM) -> None:
+    summarizer = OpenAISummarizer("m", base_url=f"{llm.base_url}/v1", api_key="k")
+    assert summarizer.summarize(SummaryRequest(turns())) == "## Intent\n- summary"
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [(400, OPENAI_OVERFLOW), (500, {"error": {"message": "boom"}}), (200, {"choices": []})],
+)
+async def test_openai_failures_become_summarizer_errors(
+    llm: FakeLLM, status: int, body: dict[str, object]
+) -> None:
+    llm.reply(Behaviour(status=status, body=body))
+    summarizer = AsyncOpenAISummarizer(
+        "m", base_url=f"{llm.base_url}/v1", api_key="k", max_retries=0
+    )
+    with pytest.raises(SummarizerError):
+        await summarizer.summarize(SummaryRequest(turns()))
+
+
+async def test_openai_timeout_becomes_a_summarizer_error(llm: FakeLLM) -> None:
+    import openai
+
+    llm.reply(Behaviour(stall=True))
+    summarizer = AsyncOpenAISummarizer(
+        "m", base_url=f"{llm.base_url}/v1", api_key="k", timeout=0.2, max_retries=0
+    )
+    with pytest.raises(SummarizerError) as caught:
+        await summarizer.summarize(SummaryRequest(turns()))
+    assert isinstance(caught.value.__cause__, openai.APITimeoutError)
+
+
+# ------------------------------------------------------------------ Anthropic
+
+
+async def test_anthropic_summarizer_through_the_sdk(llm: FakeLLM) -> None:
+    llm.reply(Behaviour(text="## Intent\n- ship it"))
+    summarizer = AsyncAnthropicSummarizer("claude-test", base_url=llm.base_url, api_key="k")
+    text = await summarizer.summarize(SummaryRequest(turns(), budget=300))
+    assert text == "## Intent\n- ship it"
+    sent = llm.requests[-1]
+    assert sent["path"] == "/v1/messages" and sent["model"] == "claude-test"
+    assert "## Open Items" in sent["system"] and sent["max_tokens"] == 600
+    assert sent["messages"][0]["content"].startswith("CONVERSATION TO SUMMARIZE")
+
+
+def test_sync_anthropic_summarizer(llm: FakeLLM) -> None:
+    summarizer = AnthropicSummarizer("m", base_url=llm.base_url, api_key="k")
+    assert summarizer.summarize(SummaryRequest(turns())) == "## Intent\n- summary"
+
+
+async def test_anthropic_errors_and_timeouts(llm: FakeLLM) -> None:
+    import anthropic
+
+    llm.reply(Behaviour(status=400, body=ANTHROPIC_OVERFLOW), Behaviour(stall=True))
+    summarizer = AsyncAnthropicSummarizer(
+        "m", base_url=llm.base_url, api_key="k", timeout=0.2, max_retries=0
+    )
+    with pytest.raises(SummarizerError) as caught:
+        await summarizer.summarize(SummaryRequest(turns()))
+    assert isinstance(caught.value.__cause__, anthropic.BadRequestError)
+    with pytest.raises(SummarizerError) as caught:
+        await summarizer.summarize(SummaryRequest(turns()))
+    assert isinstance(caught.value.__cause__, anthropic.APITimeoutError)

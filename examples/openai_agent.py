@@ -1,0 +1,173 @@
+"""An agent loop on the OpenAI SDK, with its memory and history in a sessionary session.
+
+Run it against any Chat Completions endpoint (OpenAI, or a local server speaking its API):
+
+    OPENAI_API_KEY=... python examples/openai_agent.py --model gpt-4.1-mini \
+        --store sqlite:///agent.db
+
+What it shows:
+
+- a session whose system prompt is rendered from two context blocks: a readonly
+  "persona" block and a writable "memory" block kept at user level, so facts the model
+  saves there reach every later session of the same user;
+- the frozen system prompt: the same bytes on every call of a session (good for prompt
+  caching), even after the model writes to its memory;
+- the memory tools (`set_context`) next to a tool of the example's own (`calculate`),
+  the model's calls answered through `session.call_tool`, which never raises;
+- compaction: a small token budget, so older turns are summarized in what the model is
+  sent while every message stays stored;
+- `sessionary.formats` converting between stored messages and the wire format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import operator
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from openai import OpenAI
+
+from sessionary import (
+    CompactionPolicy,
+    Message,
+    Session,
+    SessionConfig,
+    SessionManager,
+    ToolCallPart,
+    ToolResult,
+)
+from sessionary.formats import from_openai_chat, to_openai_chat
+
+PERSONA = (
+    "You are a concise assistant. When the user tells you something worth keeping about "
+    "themselves, save it to your memory block with set_context. Use the calculate tool "
+    "for arithmetic instead of doing it in your head."
+)
+
+CALCULATE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "calculate",
+        "description": "Evaluate an arithmetic expression (+, -, *, /, //, %, **, parentheses).",
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string", "description": "e.g. (2 + 3) * 4"}},
+            "required": ["expression"],
+        },
+    },
+}
+
+_OPERATORS: dict[type, Callable[..., Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def calculate(expression: str) -> str:
+    """Evaluate arithmetic safely: numbers and operators only, no names, no calls."""
+
+    def walk(node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](walk(node.operand))
+        raise ValueError(f"not arithmetic: {ast.unparse(node)}")
+
+    return str(walk(ast.parse(expression, mode="eval").body))
+
+
+def open_manager(store: str, user: str, budget: int) -> SessionManager:
+    """Return a manager whose sessions have the persona, the memory and compaction."""
+    config = (
+        SessionConfig()
+        .with_block("persona", PERSONA)
+        .with_block(
+            "memory",
+            description="Durable facts about the user; append one line per fact.",
+            limit=1000,
+            level="user",
+        )
+        .with_cached_prompt()
+    )
+    # Compact once the history sent would exceed `budget` tokens, keeping the first
+    # message and about half the budget of recent turns word for word.
+    compaction = CompactionPolicy(trigger_tokens=budget, tail_tokens=budget // 2, protect_head=1)
+    return SessionManager(store, user=user, config=config, compaction=compaction)
+
+
+def run_tool(session: Session, call: ToolCallPart) -> ToolResult:
+    """Run one tool call: ours here, the memory tools through the session."""
+    if call.name == "calculate":
+        try:
+            return ToolResult(calculate(str(call.arguments.get("expression", ""))))
+        except (ValueError, SyntaxError, ArithmeticError) as exc:
+            return ToolResult(f"error: {exc}", is_error=True)
+    return session.call_tool(call.name, call.arguments)
+
+
+def ask(client: OpenAI, session: Session, model: str, text: str, max_steps: int = 8) -> str:
+    """Run one user turn to its final answer: call the model, run its tools, repeat."""
+    tools = [*session.export_tools("openai-chat"), CALCULATE_TOOL]
+    session.append(Message.user(text))
+    for _ in range(max_steps):
+        system = session.freeze_system_prompt()
+        history = to_openai_chat(session.context_messages()).value
+        response = client.chat.completions.create(
+            model=model,
+            messages=[{"role": "system", "content": system}, *history],  # type: ignore[list-item]
+            tools=tools,  # type: ignore[arg-type]
+        )
+        reply = from_openai_chat([response.choices[0].message])[0]
+        session.append(reply)
+        if not reply.tool_calls:
+            return reply.text
+        results = [run_tool(session, call).to_part(call.id, call.name) for call in reply.tool_calls]
+        session.append(Message(role="tool", parts=list(results)))
+    return "(stopped: too many tool calls in one turn)"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Chat on stdin: one line per user turn; an empty line or EOF ends the session."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"))
+    parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY"))
+    parser.add_argument("--model", default="gpt-4.1-mini")
+    parser.add_argument("--store", default="sqlite:///agent.db")
+    parser.add_argument("--user", default="me")
+    parser.add_argument("--session", help="resume this session id instead of starting one")
+    parser.add_argument("--budget", type=int, default=4000, help="history token budget")
+    args = parser.parse_args(argv)
+    client = OpenAI(base_url=args.base_url, api_key=args.api_key)
+    with open_manager(args.store, args.user, args.budget) as manager:
+        session = manager.get_or_create(args.session) if args.session else manager.create()
+        print(f"session {session.id} (Ctrl-D to quit)")
+        for line in user_lines():
+            print(ask(client, session, args.model, line))
+
+
+def user_lines() -> Iterator[str]:
+    """Yield the user's lines from stdin until an empty line or end of input."""
+    while True:
+        try:
+            line = input("> ").strip()
+        except EOFError:
+            return
+        if not line:
+            return
+        yield line
+
+
+if __name__ == "__main__":
+    main()

@@ -138,6 +138,18 @@ def ask(client: OpenAI, session: Session, model: str, text: str, max_steps: int 
     return "(stopped: too many tool calls in one turn)"
 
 
+def user_lines() -> Iterator[str]:
+    """Yield the user's lines from stdin until an empty line or end of input."""
+    while True:
+        try:
+            line = input("> ").strip()
+        except EOFError:
+            return
+        if not line:
+            return
+        yield line
+
+
 def main(argv: list[str] | None = None) -> None:
     """Chat on stdin: one line per user turn; an empty line or EOF ends the session."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -155,18 +167,6 @@ def main(argv: list[str] | None = None) -> None:
         print(f"session {session.id} (Ctrl-D to quit)")
         for line in user_lines():
             print(ask(client, session, args.model, line))
-
-
-def user_lines() -> Iterator[str]:
-    """Yield the user's lines from stdin until an empty line or end of input."""
-    while True:
-        try:
-            line = input("> ").strip()
-        except EOFError:
-            return
-        if not line:
-            return
-        yield line
 
 
 if __name__ == "__main__":

@@ -47,7 +47,6 @@ GENERATED: dict[str, str] = {
     "compaction/llm.py": "_sync/compaction/llm.py",
     "compaction/runtime.py": "_sync/compaction/runtime.py",
     "compaction/recovery.py": "_sync/compaction/recovery.py",
-    "compaction/tool.py": "_sync/compaction/tool.py",
 }
 
 # Renames beyond the rule that strips the prefix of `Async[A-Z]...` names.

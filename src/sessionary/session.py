@@ -36,6 +36,7 @@ from sessionary.records import (
 )
 from sessionary.stores._common import check_limit
 from sessionary.stores.base import AsyncStore
+from sessionary.tools import AsyncReader
 from sessionary.window import orphan_results, pair_safe_start
 
 __all__ = [
@@ -308,15 +309,12 @@ class AsyncSession(AsyncContextMixin):
         """Return the session's compaction overlays on every branch, oldest first."""
         return await self._compactor.overlays()
 
-    async def context_messages(self, leaf: str | None = None) -> list[Message]:
-        """Return the history a model should see, as the compaction policy says.
-
-        Overlays are applied, large tool results previewed, long tool arguments clipped.
-        """
+    async def _context_view(self, leaf: str | None) -> list[Message]:
+        """The history with overlays applied, results evicted and arguments clipped."""
         return await self._compactor.context(_optional_id(leaf, "leaf message id"))
 
     async def estimate_tokens(self, leaf: str | None = None) -> int:
-        """Return the estimated prompt tokens of `context_messages` (plus the reserve)."""
+        """Return the estimated prompt tokens of `context_history` (plus the reserve)."""
         return await self._compactor.estimate(_optional_id(leaf, "leaf message id"))
 
     async def read_tool_result(
@@ -332,6 +330,9 @@ class AsyncSession(AsyncContextMixin):
         if message is None:
             raise MessageNotFound(f"no message {message_id!r} in this session")
         return read_range(message, call_id, start, end)
+
+    def _tool_reader(self) -> AsyncReader | None:
+        return self.read_tool_result if self._compactor.policy.eviction is not None else None
 
     async def branches(self, message_id: str) -> list[Message]:
         """Return the children of a message, oldest first.

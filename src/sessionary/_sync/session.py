@@ -15,6 +15,7 @@ from sessionary._sync._context_api import ContextMixin
 from sessionary._sync.compaction.runtime import Compactor
 from sessionary._sync.keeper import AgentStateKeeper
 from sessionary._sync.stores.base import Store
+from sessionary._sync.tools import Reader
 from sessionary.blocks import SessionConfig
 from sessionary.compaction.overlays import Overlay
 from sessionary.compaction.planner import check_not_synthetic
@@ -304,15 +305,12 @@ class Session(ContextMixin):
         """Return the session's compaction overlays on every branch, oldest first."""
         return self._compactor.overlays()
 
-    def context_messages(self, leaf: str | None = None) -> list[Message]:
-        """Return the history a model should see, as the compaction policy says.
-
-        Overlays are applied, large tool results previewed, long tool arguments clipped.
-        """
+    def _context_view(self, leaf: str | None) -> list[Message]:
+        """The history with overlays applied, results evicted and arguments clipped."""
         return self._compactor.context(_optional_id(leaf, "leaf message id"))
 
     def estimate_tokens(self, leaf: str | None = None) -> int:
-        """Return the estimated prompt tokens of `context_messages` (plus the reserve)."""
+        """Return the estimated prompt tokens of `context_history` (plus the reserve)."""
         return self._compactor.estimate(_optional_id(leaf, "leaf message id"))
 
     def read_tool_result(
@@ -328,6 +326,9 @@ class Session(ContextMixin):
         if message is None:
             raise MessageNotFound(f"no message {message_id!r} in this session")
         return read_range(message, call_id, start, end)
+
+    def _tool_reader(self) -> Reader | None:
+        return self.read_tool_result if self._compactor.policy.eviction is not None else None
 
     def branches(self, message_id: str) -> list[Message]:
         """Return the children of a message, oldest first.

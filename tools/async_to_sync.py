@@ -40,6 +40,7 @@ GENERATED: dict[str, str] = {
     "kv/base.py": "_sync/kv/base.py",
     "kv/incremental.py": "_sync/kv/incremental.py",
     "keeper.py": "_sync/keeper.py",
+    "turn.py": "_sync/turn.py",
     "providers.py": "_sync/providers.py",
     "context.py": "_sync/context.py",
     "tools.py": "_sync/tools.py",

@@ -6,7 +6,7 @@ with the same method names.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sessionary._context_api import AsyncContextMixin
@@ -37,6 +37,8 @@ from sessionary.records import (
 from sessionary.stores._common import check_limit
 from sessionary.stores.base import AsyncStore
 from sessionary.tools import AsyncReader
+from sessionary.toolspec import ToolSpec
+from sessionary.turn import AsyncTurn, TurnPolicy
 from sessionary.window import orphan_results, pair_safe_start
 
 __all__ = [
@@ -392,6 +394,42 @@ class AsyncSession(AsyncContextMixin):
         """
         return await self._store.update_state(
             self._scope, level, self._id, check_patch(patch), expected_version
+        )
+
+    # ------------------------------------------------------------------ working context
+
+    def turn(
+        self,
+        *,
+        policy: TurnPolicy = "fail",
+        limit: int | None = None,
+        tools: Sequence[ToolSpec] = (),
+        persist_on_error: bool = False,
+        agent: str | None = None,
+    ) -> AsyncTurn:
+        """Open the working context of one model call: ``async with session.turn() as ctx``.
+
+        Only the messages added with ``ctx.add`` are persisted, atomically, when the
+        block ends; see `sessionary.turn` for what happens when the head moved meanwhile.
+
+        Args:
+            policy: "fail" (raise `HeadConflict`), "branch" (store the turn as a branch
+                from where it began) or "rebase" (store it after the new head).
+            limit: Show the model at most this many recent messages (pair-safe).
+            tools: The caller's own tools, offered beside the session's memory tools.
+            persist_on_error: Persist what was added even if the block raises.
+            agent: Load this agent's state into ``ctx.state`` and save it at the end.
+
+        Raises:
+            InvalidInput: If `policy` or `tools` is malformed.
+        """
+        return AsyncTurn(
+            self,
+            policy=policy,
+            limit=limit,
+            tools=tools,
+            persist_on_error=persist_on_error,
+            agent=agent,
         )
 
     # ------------------------------------------------------------------ agent state

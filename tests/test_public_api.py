@@ -36,7 +36,7 @@ EXPECTED = {
     "StoredSkills", "ToolResult", "ToolSpec", "WritableContextProvider", "export_tools",
     "CompactionPolicy", "Eviction", "HeuristicCounter", "MemoryFlush", "Overlay",
     "StructuredSummarizer", "SummarizerError", "SummaryRequest", "TokenCounter",
-    "call_with_recovery",
+    "call_with_recovery", "AsyncTurn", "Turn",
 }  # fmt: skip
 
 
@@ -60,6 +60,7 @@ def _public_methods(cls: type) -> dict[str, inspect.Signature]:
         (sessionary.AsyncSession, sessionary.Session),
         (sessionary.AsyncSessionManager, sessionary.SessionManager),
         (sessionary.AsyncAgentStateKeeper, sessionary.AgentStateKeeper),
+        (sessionary.AsyncTurn, sessionary.Turn),
         (AsyncCompactor, Compactor),
         (AsyncOpenAISummarizer, OpenAISummarizer),
         (AsyncAnthropicSummarizer, AnthropicSummarizer),

@@ -40,6 +40,7 @@ GENERATED: dict[str, str] = {
     "kv/base.py": "_sync/kv/base.py",
     "kv/incremental.py": "_sync/kv/incremental.py",
     "keeper.py": "_sync/keeper.py",
+    "turn.py": "_sync/turn.py",
     "providers.py": "_sync/providers.py",
     "context.py": "_sync/context.py",
     "tools.py": "_sync/tools.py",
@@ -47,7 +48,6 @@ GENERATED: dict[str, str] = {
     "compaction/llm.py": "_sync/compaction/llm.py",
     "compaction/runtime.py": "_sync/compaction/runtime.py",
     "compaction/recovery.py": "_sync/compaction/recovery.py",
-    "compaction/tool.py": "_sync/compaction/tool.py",
 }
 
 # Renames beyond the rule that strips the prefix of `Async[A-Z]...` names.

@@ -20,6 +20,7 @@ from sessionary._sync.providers import SessionHistory, StoredBlock, StoredSearch
 from sessionary._sync.session import Session
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.registry import open_store
+from sessionary._sync.turn import Turn
 from sessionary.agent_state import AgentState
 from sessionary.blocks import (
     BlockSpec,
@@ -100,6 +101,7 @@ from sessionary.stores.base import AsyncStore
 from sessionary.stores.registry import open_async_store
 from sessionary.tokens import HeuristicCounter, TokenCounter
 from sessionary.toolspec import ToolResult, ToolSpec, export_tools
+from sessionary.turn import AsyncTurn
 
 __version__ = "0.1.0"
 
@@ -117,6 +119,7 @@ __all__ = [
     "AsyncStoredBlock",
     "AsyncStoredSearch",
     "AsyncStoredSkills",
+    "AsyncTurn",
     "BackendNotInstalled",
     "BlockLimitExceeded",
     "BlockNotFound",
@@ -185,6 +188,7 @@ __all__ = [
     "SummarizerError",
     "SummaryRequest",
     "TokenCounter",
+    "Turn",
     "call_with_recovery",
     "__version__",
     "export_tools",

@@ -14,9 +14,11 @@ from sessionary.context import AsyncContext, append_line
 from sessionary.errors import InvalidInput
 from sessionary.model import Message
 from sessionary.records import Scope
+from sessionary.stores._common import check_limit
 from sessionary.stores.base import AsyncStore
-from sessionary.tools import AsyncToolBox
+from sessionary.tools import AsyncReader, AsyncToolBox
 from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec, reclaim_unloaded
+from sessionary.window import pair_safe_start
 
 __all__ = ["AsyncContextMixin", "AsyncHistoryToolsMixin"]
 
@@ -44,9 +46,7 @@ class AsyncContextMixin:
 
     if TYPE_CHECKING:  # AsyncSession defines it
 
-        async def history(
-            self, leaf: str | None = None, limit: int | None = None
-        ) -> list[Message]: ...
+        async def _context_view(self, leaf: str | None) -> list[Message]: ...
 
     @property
     def config(self) -> SessionConfig:
@@ -165,14 +165,20 @@ class AsyncContextMixin:
     async def context_history(
         self, leaf: str | None = None, limit: int | None = None
     ) -> list[Message]:
-        """Return `history(leaf, limit)` as the model should see it.
+        """Return the history up to `leaf` (default: the head) as a model should see it.
 
-        The output of `load_context` calls for entries since unloaded (or loaded again
-        later) is replaced by a short note, which reclaims their context; nothing stored
-        changes, so the original record stays readable and searchable.
+        Compaction overlays show as their summaries, large tool results as previews (with
+        tool-result eviction on), over-long tool arguments clipped, and the output of
+        `load_context` calls for entries since unloaded (or loaded again later) as a
+        short note. Nothing stored changes: the originals stay readable and searchable.
+        With `limit`, only the most recent `limit` messages, widened so that no tool
+        result is shown without its call.
         """
-        history = await self.history(leaf, limit)
-        return reclaim_unloaded(history, await self.loaded_context())
+        check_limit(limit)
+        shown = reclaim_unloaded(await self._context_view(leaf), await self.loaded_context())
+        if limit is None or limit >= len(shown):
+            return shown
+        return shown[pair_safe_start(shown, len(shown) - limit) :]
 
     async def search_context(self, label: str, query: str, *, limit: int = 10) -> list[EntryHit]:
         """Search one searchable block; see `sessionary.query` for the query language."""
@@ -194,9 +200,17 @@ class AsyncContextMixin:
         """Render the system prompt from the blocks again, store it and return it."""
         return await self._context().refresh()
 
+    def _tool_reader(self) -> AsyncReader | None:
+        """What reads back evicted tool results, when the session evicts them."""
+        return None
+
     def _toolbox(self) -> AsyncToolBox:
         return AsyncToolBox(
-            self._store, self._scope, self._context(), history=self._config.history_tools
+            self._store,
+            self._scope,
+            self._context(),
+            history=self._config.history_tools,
+            reader=self._tool_reader(),
         )
 
     async def tools(self) -> list[ToolSpec]:

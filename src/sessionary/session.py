@@ -6,7 +6,7 @@ with the same method names.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sessionary._context_api import AsyncContextMixin
@@ -36,6 +36,9 @@ from sessionary.records import (
 )
 from sessionary.stores._common import check_limit
 from sessionary.stores.base import AsyncStore
+from sessionary.tools import AsyncReader
+from sessionary.toolspec import ToolSpec
+from sessionary.turn import AsyncTurn, TurnPolicy
 from sessionary.window import orphan_results, pair_safe_start
 
 __all__ = [
@@ -308,15 +311,12 @@ class AsyncSession(AsyncContextMixin):
         """Return the session's compaction overlays on every branch, oldest first."""
         return await self._compactor.overlays()
 
-    async def context_messages(self, leaf: str | None = None) -> list[Message]:
-        """Return the history a model should see, as the compaction policy says.
-
-        Overlays are applied, large tool results previewed, long tool arguments clipped.
-        """
+    async def _context_view(self, leaf: str | None) -> list[Message]:
+        """The history with overlays applied, results evicted and arguments clipped."""
         return await self._compactor.context(_optional_id(leaf, "leaf message id"))
 
     async def estimate_tokens(self, leaf: str | None = None) -> int:
-        """Return the estimated prompt tokens of `context_messages` (plus the reserve)."""
+        """Return the estimated prompt tokens of `context_history` (plus the reserve)."""
         return await self._compactor.estimate(_optional_id(leaf, "leaf message id"))
 
     async def read_tool_result(
@@ -332,6 +332,9 @@ class AsyncSession(AsyncContextMixin):
         if message is None:
             raise MessageNotFound(f"no message {message_id!r} in this session")
         return read_range(message, call_id, start, end)
+
+    def _tool_reader(self) -> AsyncReader | None:
+        return self.read_tool_result if self._compactor.policy.eviction is not None else None
 
     async def branches(self, message_id: str) -> list[Message]:
         """Return the children of a message, oldest first.
@@ -391,6 +394,42 @@ class AsyncSession(AsyncContextMixin):
         """
         return await self._store.update_state(
             self._scope, level, self._id, check_patch(patch), expected_version
+        )
+
+    # ------------------------------------------------------------------ working context
+
+    def turn(
+        self,
+        *,
+        policy: TurnPolicy = "fail",
+        limit: int | None = None,
+        tools: Sequence[ToolSpec] = (),
+        persist_on_error: bool = False,
+        agent: str | None = None,
+    ) -> AsyncTurn:
+        """Open the working context of one model call: ``async with session.turn() as ctx``.
+
+        Only the messages added with ``ctx.add`` are persisted, atomically, when the
+        block ends; see `sessionary.turn` for what happens when the head moved meanwhile.
+
+        Args:
+            policy: "fail" (raise `HeadConflict`), "branch" (store the turn as a branch
+                from where it began) or "rebase" (store it after the new head).
+            limit: Show the model at most this many recent messages (pair-safe).
+            tools: The caller's own tools, offered beside the session's memory tools.
+            persist_on_error: Persist what was added even if the block raises.
+            agent: Load this agent's state into ``ctx.state`` and save it at the end.
+
+        Raises:
+            InvalidInput: If `policy` or `tools` is malformed.
+        """
+        return AsyncTurn(
+            self,
+            policy=policy,
+            limit=limit,
+            tools=tools,
+            persist_on_error=persist_on_error,
+            agent=agent,
         )
 
     # ------------------------------------------------------------------ agent state

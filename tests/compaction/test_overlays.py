@@ -257,7 +257,7 @@ def test_eviction_previews_large_results_and_reads_them_back(store_url: str) -> 
         chat.append(Message.tool("c1", big, name="grep", id="t1"))
         chat.append(Message.assistant(tool_calls=[ToolCallPart(id="c2", name="cat")], id="a2"))
         chat.append(Message.tool("c2", big, name="cat", id="t2"))
-        shown = chat.context_messages()
+        shown = chat.context_history()
         preview = shown[1].tool_results[0]
         assert preview.output.startswith(big[:100]) and preview.output.endswith(big[-100:])
         assert 'message_id="t1"' in preview.output and len(preview.output) < 1000
@@ -301,25 +301,29 @@ async def test_async_session_compacts(store_url: str) -> None:
         assert len(await chat.history()) == 7
 
 
-def test_the_read_tool_never_raises(store_url: str) -> None:
-    from sessionary._sync.compaction.tool import READ_TOOL_RESULT, run_read_tool_result
-
+def test_the_read_tool_is_offered_with_eviction_and_never_raises(store_url: str) -> None:
+    with open_manager(store_url) as manager:
+        assert "read_tool_result" not in [t.name for t in manager.create().tools()]
     with open_manager(store_url, eviction=Eviction(threshold=100, preview=10)) as manager:
         chat = manager.create()
         chat.append(Message.assistant(tool_calls=[ToolCallPart(id="c1", name="ls")], id="a1"))
         chat.append(Message.tool("c1", "abcdefghij" * 50, name="ls", id="t1"))
-        assert READ_TOOL_RESULT["name"] == "read_tool_result"
+        assert "read_tool_result" in [t.name for t in chat.tools()]
         args = {"message_id": "t1", "call_id": "c1", "start": 5, "end": 25}
-        assert run_read_tool_result(chat, args) == ("abcdefghij" * 3)[5:25]
-        assert run_read_tool_result(chat, {"message_id": "nope", "start": 0, "end": 5}).startswith(
-            "Error:"
+        result = chat.call_tool("read_tool_result", args)
+        assert (result.text, result.is_error) == (("abcdefghij" * 3)[5:25], False)
+        assert chat.call_tool("read_tool_result", '{"message_id": "t1", "start": 495}').text == (
+            "fghij"
         )
-        assert run_read_tool_result(chat, {"message_id": "t1", "start": 9, "end": 2}).startswith(
-            "Error:"
-        )
-        assert run_read_tool_result(
-            chat, {"message_id": "t1", "call_id": "zz", "start": 0, "end": 1}
-        ).startswith("Error:")
+        for bad in (
+            {"message_id": "nope", "start": 0, "end": 5},
+            {"message_id": "t1", "start": 9, "end": 2},
+            {"message_id": "t1", "call_id": "zz", "start": 0, "end": 1},
+            {"message_id": "t1", "start": -1},
+            "not json",
+        ):
+            failed = chat.call_tool("read_tool_result", bad)
+            assert failed.is_error and failed.text.startswith("Error:"), bad
 
 
 def test_a_fork_keeps_the_overlays_on_its_path(store_url: str) -> None:

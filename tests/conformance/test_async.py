@@ -39,6 +39,7 @@ def test_every_public_async_method_is_a_coroutine_and_has_a_sync_twin() -> None:
                 "for_user",
                 "export",
                 "agent_state",
+                "turn",
             ):
                 assert inspect.iscoroutinefunction(member), name
     assert inspect.isasyncgenfunction(AsyncSessionManager.export)

@@ -11,6 +11,7 @@
 | `session_search` | history tools are on | search the messages of the user's sessions |
 | `session_list` | history tools are on | list the user's sessions |
 | `session_history` | history tools are on | read the last messages of one session |
+| `read_tool_result` | tool-result eviction is on | read a range of a large tool result |
 
 Descriptions are built when asked for and name what each tool can act on right now
 (block labels, entry keys, loaded entries). `ToolBox.call` never raises: bad
@@ -20,7 +21,7 @@ arguments, unknown tools and failures come back as a short `ToolResult` with
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from sessionary._sync.context import Context, append_line
 from sessionary._sync.stores.base import Store
@@ -39,10 +40,22 @@ from sessionary.toolspec import (
     parse_arguments,
 )
 
-__all__ = ["CONTEXT_TOOLS", "HISTORY_TOOLS", "ToolBox"]
+__all__ = ["CONTEXT_TOOLS", "HISTORY_TOOLS", "MAX_READ_CHARS", "Reader", "ToolBox"]
 
 CONTEXT_TOOLS = ("set_context", "load_context", "unload_context", "search_context")
 HISTORY_TOOLS = ("session_search", "session_list", "session_history")
+MAX_READ_CHARS = 20_000
+"""The most characters one `read_tool_result` call returns, so a read cannot flood the context."""
+
+
+class Reader(Protocol):
+    """Reads characters `start`..`end` of a stored tool result (`read_tool_result`)."""
+
+    def __call__(self, message_id: str, call_id: str | None, start: int, end: int | None) -> str:
+        """Return the characters, or raise a `SessionaryError` saying what is wrong."""
+        ...
+
+
 _MAX_KEYS_LISTED = 50
 _MAX_TEXT = 100_000
 _NO_RESULTS = "No results found."
@@ -94,6 +107,7 @@ class ToolBox:
         scope: The tenant and user whose data the tools see; nothing outside it.
         context: The session's blocks, or None for the history tools alone.
         history: Whether to offer `session_search`, `session_list` and `session_history`.
+        reader: Reads back evicted tool results; offers `read_tool_result` when given.
     """
 
     def __init__(
@@ -103,8 +117,10 @@ class ToolBox:
         context: Context | None = None,
         *,
         history: bool = False,
+        reader: Reader | None = None,
     ) -> None:
         self.store, self.scope, self.context, self.history = store, scope, context, history
+        self.reader = reader
 
     # ------------------------------------------------------------------ specs
 
@@ -121,6 +137,8 @@ class ToolBox:
                 names.append("search_context")
         if self.history:
             names.extend(HISTORY_TOOLS)
+        if self.reader is not None:
+            names.append("read_tool_result")
         return names
 
     def specs(self) -> list[ToolSpec]:
@@ -238,6 +256,20 @@ class ToolBox:
         }
         return ToolSpec("session_history", text, _schema(properties, "session_id"))
 
+    def _spec_read_tool_result(self) -> ToolSpec:
+        text = (
+            "Read part of a large tool result that the conversation shows only as a preview."
+            " Pass the message_id and call_id the preview names and a character range; at"
+            f" most {MAX_READ_CHARS} characters come back per call."
+        )
+        properties = {
+            "message_id": _string("The message id the preview names.", minLength=1),
+            "call_id": _string("The call id the preview names."),
+            "start": {"type": "integer", "minimum": 0, "description": "First character."},
+            "end": {"type": "integer", "minimum": 0, "description": "One past the last."},
+        }
+        return ToolSpec("read_tool_result", text, _schema(properties, "message_id", "start"))
+
     # ------------------------------------------------------------------ dispatch
 
     def call(self, name: str, arguments: object = None) -> ToolResult:
@@ -261,6 +293,12 @@ class ToolBox:
             return ToolResult(f"Error: {exc}", True)
         except Exception as exc:  # the agent loop must go on whatever a provider does
             return ToolResult(f"Error: {name} failed ({type(exc).__name__}: {exc})", True)
+
+    def _read_tool_result(self, args: dict[str, Any]) -> str:
+        assert self.reader is not None  # offered only with a reader
+        start, end = args["start"], args.get("end")
+        end = start + MAX_READ_CHARS if end is None else min(end, start + MAX_READ_CHARS)
+        return self.reader(args["message_id"], args.get("call_id"), start, end)
 
     def _set_context(self, args: dict[str, Any]) -> str:
         ctx, label, content = self._ctx(), args["label"], args["content"]

@@ -49,7 +49,7 @@ async def call_with_recovery(
         Exception: Whatever `call` raises, when it is not an overflow or the retry fails.
     """
     try:
-        return await call(await session.context_messages(leaf))
+        return await call(await session.context_history(leaf))
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
@@ -57,4 +57,4 @@ async def call_with_recovery(
         overlay = await session.compact(leaf, protect_head=0, tail_tokens=estimate // 4)
         if overlay is None:
             raise
-    return await call(await session.context_messages(leaf))
+    return await call(await session.context_history(leaf))

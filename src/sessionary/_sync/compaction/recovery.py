@@ -51,7 +51,7 @@ def call_with_recovery(
         Exception: Whatever `call` raises, when it is not an overflow or the retry fails.
     """
     try:
-        return call(session.context_messages(leaf))
+        return call(session.context_history(leaf))
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
@@ -59,4 +59,4 @@ def call_with_recovery(
         overlay = session.compact(leaf, protect_head=0, tail_tokens=estimate // 4)
         if overlay is None:
             raise
-    return call(session.context_messages(leaf))
+    return call(session.context_history(leaf))

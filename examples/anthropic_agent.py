@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
 
 from anthropic import AsyncAnthropic
 
@@ -36,22 +35,23 @@ from sessionary import (
     SessionConfig,
     ToolCallPart,
     ToolResult,
+    ToolSpec,
 )
-from sessionary.formats import from_anthropic, to_anthropic
+from sessionary.formats import from_anthropic
 
 PERSONA = (
     "You are a helpful assistant for the files in one folder. Save durable facts about "
     "the user to your memory block with set_context. Use list_files to see the folder."
 )
 
-LIST_FILES_TOOL: dict[str, Any] = {
-    "name": "list_files",
-    "description": "List the files in the working folder whose names match a glob pattern.",
-    "input_schema": {
+LIST_FILES = ToolSpec(
+    "list_files",
+    "List the files in the working folder whose names match a glob pattern.",
+    {
         "type": "object",
         "properties": {"pattern": {"type": "string", "description": "e.g. *.py (default: *)"}},
     },
-}
+)
 
 
 def list_files(root: Path, pattern: str) -> str:
@@ -75,9 +75,12 @@ def open_manager(store: str, user: str, budget: int) -> AsyncSessionManager:
         )
         .with_cached_prompt()
     )
-    # Compact once the history sent would exceed `budget` tokens, keeping the first
-    # message and about half the budget of recent turns word for word.
-    compaction = CompactionPolicy(trigger_tokens=budget, tail_tokens=budget // 2, protect_head=1)
+    # Compact between turns once the history passes 3/4 of `budget` tokens (the rest is
+    # room for the turn in progress), keeping the first message and about half the
+    # budget of recent messages word for word; older ones become a summary.
+    compaction = CompactionPolicy(
+        trigger_tokens=budget * 3 // 4, tail_tokens=budget // 2, protect_head=1
+    )
     return AsyncSessionManager(store, user=user, config=config, compaction=compaction)
 
 
@@ -100,28 +103,26 @@ async def ask(
     root: Path = Path("."),
     max_steps: int = 8,
 ) -> str:
-    """Run one user turn to its final answer: call the model, run its tools, repeat."""
-    tools = [*await session.export_tools("anthropic"), LIST_FILES_TOOL]
-    await session.append(Message.user(text))
-    for _ in range(max_steps):
-        system = await session.freeze_system_prompt()
-        prompt = to_anthropic(await session.context_messages()).value
-        response = await client.messages.create(
-            model=model,
-            max_tokens=1024,
-            system=system,
-            messages=prompt.messages,  # type: ignore[arg-type]
-            tools=tools,  # type: ignore[arg-type]
-        )
-        reply = from_anthropic([{"role": "assistant", "content": response.content}])[0]
-        await session.append(reply)
-        if not reply.tool_calls:
-            return reply.text
-        results = [
-            (await run_tool(session, root, call)).to_part(call.id, call.name)
-            for call in reply.tool_calls
-        ]
-        await session.append(Message(role="tool", parts=list(results)))
+    """Run one user turn to its final answer: call the model, run its tools, repeat.
+
+    The turn is one atomic write: if the provider fails halfway, nothing is stored and
+    the user can simply ask again.
+    """
+    async with session.turn(tools=[LIST_FILES]) as ctx:
+        ctx.add(Message.user(text))
+        for _ in range(max_steps):
+            # System prompt (frozen), compacted history plus this turn, and every tool.
+            request = ctx.request("anthropic")
+            response = await client.messages.create(model=model, max_tokens=1024, **request)
+            assistant_turn = {"role": "assistant", "content": response.content}
+            reply = ctx.add(from_anthropic([assistant_turn])[0])
+            if not reply.tool_calls:
+                return reply.text
+            results = [
+                (await run_tool(session, root, call)).to_part(call.id, call.name)
+                for call in reply.tool_calls
+            ]
+            ctx.add(Message(role="tool", parts=list(results)))
     return "(stopped: too many tool calls in one turn)"
 
 

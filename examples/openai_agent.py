@@ -38,8 +38,9 @@ from sessionary import (
     SessionManager,
     ToolCallPart,
     ToolResult,
+    ToolSpec,
 )
-from sessionary.formats import from_openai_chat, to_openai_chat
+from sessionary.formats import from_openai_chat
 
 PERSONA = (
     "You are a concise assistant. When the user tells you something worth keeping about "
@@ -47,18 +48,15 @@ PERSONA = (
     "for arithmetic instead of doing it in your head."
 )
 
-CALCULATE_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "calculate",
-        "description": "Evaluate an arithmetic expression (+, -, *, /, //, %, **, parentheses).",
-        "parameters": {
-            "type": "object",
-            "properties": {"expression": {"type": "string", "description": "e.g. (2 + 3) * 4"}},
-            "required": ["expression"],
-        },
+CALCULATE = ToolSpec(
+    "calculate",
+    "Evaluate an arithmetic expression (+, -, *, /, //, %, **, parentheses).",
+    {
+        "type": "object",
+        "properties": {"expression": {"type": "string", "description": "e.g. (2 + 3) * 4"}},
+        "required": ["expression"],
     },
-}
+)
 
 _OPERATORS: dict[type, Callable[..., Any]] = {
     ast.Add: operator.add,
@@ -101,9 +99,12 @@ def open_manager(store: str, user: str, budget: int) -> SessionManager:
         )
         .with_cached_prompt()
     )
-    # Compact once the history sent would exceed `budget` tokens, keeping the first
-    # message and about half the budget of recent turns word for word.
-    compaction = CompactionPolicy(trigger_tokens=budget, tail_tokens=budget // 2, protect_head=1)
+    # Compact between turns once the history passes 3/4 of `budget` tokens (the rest is
+    # room for the turn in progress), keeping the first message and about half the
+    # budget of recent messages word for word; older ones become a summary.
+    compaction = CompactionPolicy(
+        trigger_tokens=budget * 3 // 4, tail_tokens=budget // 2, protect_head=1
+    )
     return SessionManager(store, user=user, config=config, compaction=compaction)
 
 
@@ -118,23 +119,24 @@ def run_tool(session: Session, call: ToolCallPart) -> ToolResult:
 
 
 def ask(client: OpenAI, session: Session, model: str, text: str, max_steps: int = 8) -> str:
-    """Run one user turn to its final answer: call the model, run its tools, repeat."""
-    tools = [*session.export_tools("openai-chat"), CALCULATE_TOOL]
-    session.append(Message.user(text))
-    for _ in range(max_steps):
-        system = session.freeze_system_prompt()
-        history = to_openai_chat(session.context_messages()).value
-        response = client.chat.completions.create(
-            model=model,
-            messages=[{"role": "system", "content": system}, *history],  # type: ignore[list-item]
-            tools=tools,  # type: ignore[arg-type]
-        )
-        reply = from_openai_chat([response.choices[0].message])[0]
-        session.append(reply)
-        if not reply.tool_calls:
-            return reply.text
-        results = [run_tool(session, call).to_part(call.id, call.name) for call in reply.tool_calls]
-        session.append(Message(role="tool", parts=list(results)))
+    """Run one user turn to its final answer: call the model, run its tools, repeat.
+
+    The turn is one atomic write: if the provider fails halfway, nothing is stored and
+    the user can simply ask again.
+    """
+    with session.turn(tools=[CALCULATE]) as ctx:
+        ctx.add(Message.user(text))
+        for _ in range(max_steps):
+            # System prompt (frozen), compacted history plus this turn, and every tool.
+            request = ctx.request("openai-chat")
+            response = client.chat.completions.create(model=model, **request)
+            reply = ctx.add(from_openai_chat([response.choices[0].message])[0])
+            if not reply.tool_calls:
+                return reply.text
+            results = [
+                run_tool(session, call).to_part(call.id, call.name) for call in reply.tool_calls
+            ]
+            ctx.add(Message(role="tool", parts=list(results)))
     return "(stopped: too many tool calls in one turn)"
 
 

@@ -25,7 +25,8 @@ from sessionary.formats import from_anthropic
 anthropic = pytest.importorskip("anthropic")
 agent = load_example("anthropic_agent")
 SCRIPT = script(LIST_FILES + "*.txt")
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# The scripted run is shared by the tests below, so they run in its event loop.
+in_run_loop = pytest.mark.asyncio(loop_scope="module")
 
 
 def unpaired(turns: list[dict[str, Any]]) -> list[str]:
@@ -44,6 +45,14 @@ def unpaired(turns: list[dict[str, Any]]) -> list[str]:
         asked = {b["id"] for b in blocks if b.get("type") == "tool_use"}
     problems.extend(f"call without result: {i}" for i in sorted(asked))
     return problems
+
+
+def test_the_pairing_check_finds_what_is_unpaired() -> None:
+    asked = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f"}]}
+    answer = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}
+    assert unpaired([{"role": "user", "content": "hi"}, asked, answer]) == []
+    assert unpaired([asked, {"role": "user", "content": "hi"}]) == ["call without result: t1"]
+    assert unpaired([answer]) == ["result without call: t1"]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -65,6 +74,7 @@ async def run(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Run]:
             yield Run(manager, session, answers, server.requests)
 
 
+@in_run_loop
 async def test_the_model_saves_a_fact_that_the_next_session_sees(run: Run) -> None:
     assert FACT in (await run.session.get_context_block("memory")).content
     assert run.answers[0].startswith("Done.")
@@ -73,12 +83,14 @@ async def test_the_model_saves_a_fact_that_the_next_session_sees(run: Run) -> No
     assert FACT not in await run.session.freeze_system_prompt()
 
 
+@in_run_loop
 async def test_the_own_tool_runs_and_its_result_reaches_the_model(run: Run) -> None:
     assert run.answers[1] == "Done. The tool said: notes.txt\ntodo.txt"
     names = {tool["name"] for tool in run.requests[0]["tools"]}
     assert {"set_context", "list_files"} <= names
 
 
+@in_run_loop
 async def test_every_request_pairs_tool_calls_with_results(run: Run) -> None:
     for number, request in enumerate(run.requests):
         assert unpaired(request["messages"]) == [], f"request {number}"
@@ -89,12 +101,14 @@ async def test_every_request_pairs_tool_calls_with_results(run: Run) -> None:
     assert with_results, "the script makes tool calls, so some requests carry results"
 
 
+@in_run_loop
 async def test_the_system_prompt_is_byte_identical_on_every_call(run: Run) -> None:
     systems = {request["system"] for request in run.requests}
     assert systems == {await run.session.freeze_system_prompt()}
     assert "files in one folder" in systems.pop()
 
 
+@in_run_loop
 async def test_history_is_whole_while_requests_stay_within_the_budget(run: Run) -> None:
     stored = await run.session.history(raw=True)
     assert len(stored) == STORED_MESSAGES

@@ -39,7 +39,17 @@ def unpaired(messages: list[dict[str, Any]]) -> list[str]:
             continue
         problems.extend(f"call without result: {c}" for c in open_calls)
         open_calls = [call["id"] for call in message.get("tool_calls") or []]
-    return problems  # an unanswered call at the very end cannot happen: results follow
+    problems.extend(f"call without result: {c}" for c in open_calls)
+    return problems
+
+
+def test_the_pairing_check_finds_what_is_unpaired() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    asked = {"role": "assistant", "content": None, "tool_calls": [call]}
+    answer = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    assert unpaired([asked, answer, {"role": "user", "content": "hi"}]) == []
+    assert unpaired([asked, {"role": "user", "content": "hi"}]) == ["call without result: c1"]
+    assert unpaired([answer]) == ["result without call: c1"]
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,12 @@ What it shows (the OpenAI example does the same with the synchronous API):
   the provider's prompt cache keeps hitting;
 - the memory tools next to a tool of the example's own (`list_files`), every call
   answered through `session.call_tool` or our own runner, neither of which raises;
+- `session.turn()`: each user turn (the model's replies, tool calls and results
+  included) is built in a working context and stored in one atomic write at its end;
+  `ctx.request("anthropic")` writes the request with `sessionary.formats.to_anthropic`
+  and `from_anthropic` reads the reply back;
 - compaction under a small token budget: the model is sent a summary of older turns,
-  while the store keeps every message;
-- `sessionary.formats.to_anthropic` / `from_anthropic` for the wire format.
+  while the store keeps every message.
 """
 
 from __future__ import annotations

@@ -14,9 +14,14 @@ What it shows:
   caching), even after the model writes to its memory;
 - the memory tools (`set_context`) next to a tool of the example's own (`calculate`),
   the model's calls answered through `session.call_tool`, which never raises;
+- `session.turn()`: each user turn (the model's replies, tool calls and results
+  included) is built in a working context and stored in one atomic write at its end;
+  `ctx.request("openai-chat")` writes the request with `sessionary.formats`, and
+  `from_openai_chat` reads the reply back;
 - compaction: a small token budget, so older turns are summarized in what the model is
-  sent while every message stays stored;
-- `sessionary.formats` converting between stored messages and the wire format.
+  sent while every message stays stored.
+
+`examples/anthropic_agent.py` does the same with the async API and the Anthropic SDK.
 """
 
 from __future__ import annotations

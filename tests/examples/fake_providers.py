@@ -51,10 +51,15 @@ def decide(last_user_text: str | None, last_tool_output: str | None) -> Decision
 
 @dataclass
 class FakeProvider:
-    """A running fake provider: its base URL and the request bodies it received."""
+    """A running fake provider: its base URL and the request bodies it received.
+
+    Setting `fail_at` to n makes the n-th request (counting from 1 over the server's
+    life) get an HTTP 500, as a provider outage in the middle of a turn would.
+    """
 
     base_url: str
     requests: list[dict[str, Any]] = field(default_factory=list)
+    fail_at: int | None = None
 
 
 def _openai_last_turn(body: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -144,6 +149,9 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 return
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             provider.requests.append(body)
+            if provider.fail_at == len(provider.requests):
+                self._send(500, {"error": {"type": "api_error", "message": "scripted outage"}})
+                return
             self._send(200, route(body, next(numbers)))
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -119,3 +120,22 @@ async def test_history_is_whole_while_requests_stay_within_the_budget(run: Run) 
     sizes = [counter.count_messages(from_anthropic(r["messages"])) for r in run.requests]
     assert max(sizes) <= BUDGET
     assert len(run.requests[-1]["messages"]) < len(stored)
+
+
+async def test_a_provider_failure_halfway_through_a_turn_stores_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a")
+    with fake_provider() as server:
+        client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key="dummy", max_retries=0)
+        async with agent.open_manager(f"sqlite:///{tmp_path / 'agent.db'}", "bob", BUDGET) as m:
+            session = await m.create()
+            assert await agent.ask(client, session, "fake-model", "Hello") == "You said: Hello"
+            server.fail_at = len(server.requests) + 2  # the call after the tool call fails
+            with pytest.raises(anthropic.InternalServerError):
+                await agent.ask(client, session, "fake-model", LIST_FILES + "*", root=folder)
+            stored = await session.history(raw=True)
+            assert [m.text for m in stored] == ["Hello", "You said: Hello"]
+            again = await agent.ask(client, session, "fake-model", LIST_FILES + "*", root=folder)
+            assert again == "Done. The tool said: a.txt"
+            assert await session.message_count() == 6

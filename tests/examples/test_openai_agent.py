@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,3 +104,17 @@ def test_history_is_whole_while_requests_stay_within_the_budget(run: Run) -> Non
     sizes = [counter.count_messages(from_openai_chat(r["messages"][1:])) for r in run.requests]
     assert max(sizes) <= BUDGET
     assert len(run.requests[-1]["messages"]) < len(stored)
+
+
+def test_a_provider_failure_halfway_through_a_turn_stores_nothing(tmp_path: Path) -> None:
+    with fake_provider() as server:
+        client = openai.OpenAI(base_url=f"{server.base_url}/v1", api_key="dummy", max_retries=0)
+        with agent.open_manager(f"sqlite:///{tmp_path / 'agent.db'}", "bob", BUDGET) as manager:
+            session = manager.create()
+            assert agent.ask(client, session, "fake-model", "Hello") == "You said: Hello"
+            server.fail_at = len(server.requests) + 2  # the call after the tool call fails
+            with pytest.raises(openai.InternalServerError):
+                agent.ask(client, session, "fake-model", CALCULATE + "6 * 7")
+            assert [m.text for m in session.history(raw=True)] == ["Hello", "You said: Hello"]
+            assert agent.ask(client, session, "fake-model", CALCULATE + "6 * 7").endswith("42")
+            assert session.message_count() == 6

@@ -75,3 +75,13 @@ def test_list_files_stays_inside_its_folder(tmp_path: Path) -> None:
     assert agent.list_files(tmp_path, "*") == "a.txt"
     with pytest.raises(ValueError):
         agent.list_files(tmp_path, "../*")
+
+
+def test_a_second_process_resumes_the_session_by_id(tmp_path: Path) -> None:
+    with fake_provider() as server:
+        base = server.base_url + "/v1"
+        first = chat("openai_agent.py", base, tmp_path, ["Hello"], "--session", "trip")
+        second = chat("openai_agent.py", base, tmp_path, ["Again"], "--session", "trip")
+    assert "session trip" in first and "session trip" in second
+    resumed = [m["content"] for m in server.requests[-1]["messages"][1:]]
+    assert resumed == ["Hello", "You said: Hello", "Again"]

@@ -91,7 +91,8 @@ async def run_tool(session: AsyncSession, root: Path, call: ToolCallPart) -> Too
     """Run one tool call: ours here, the memory tools through the session."""
     if call.name == "list_files":
         try:
-            return ToolResult(list_files(root, str(call.arguments.get("pattern") or "*")))
+            arguments = call.arguments if isinstance(call.arguments, dict) else {}
+            return ToolResult(list_files(root, str(arguments.get("pattern") or "*")))
         except (ValueError, OSError) as exc:
             return ToolResult(f"error: {exc}", is_error=True)
     return await session.call_tool(call.name, call.arguments)

@@ -70,10 +70,14 @@ _OPERATORS: dict[type, Callable[..., Any]] = {
     ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
+    ast.Pow: lambda base, exp: base**exp if abs(exp) <= 64 else _too_big(exp),
     ast.USub: operator.neg,
     ast.UAdd: operator.pos,
 }
+
+
+def _too_big(exponent: Any) -> Any:
+    raise ValueError(f"exponent {exponent} is too large")
 
 
 def calculate(expression: str) -> str:
@@ -117,7 +121,8 @@ def run_tool(session: Session, call: ToolCallPart) -> ToolResult:
     """Run one tool call: ours here, the memory tools through the session."""
     if call.name == "calculate":
         try:
-            return ToolResult(calculate(str(call.arguments.get("expression", ""))))
+            arguments = call.arguments if isinstance(call.arguments, dict) else {}
+            return ToolResult(calculate(str(arguments.get("expression", ""))))
         except (ValueError, SyntaxError, ArithmeticError) as exc:
             return ToolResult(f"error: {exc}", is_error=True)
     return session.call_tool(call.name, call.arguments)

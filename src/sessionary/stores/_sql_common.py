@@ -36,6 +36,7 @@ __all__ = [
     "CHUNK",
     "INSERT_MESSAGE",
     "INSERT_MESSAGES",
+    "FIND_SQL",
     "INSERT_SESSION",
     "LINEAR_HEAD_SQL",
     "LOCATE_SQL",
@@ -68,6 +69,12 @@ Migration = tuple[int, str, tuple[str, ...]]
 
 SCOPED = "tenant = %s AND user_id = %s AND id = %s"
 LOCK_SQL = f"SELECT pk, head_id, head_depth FROM sessions WHERE {SCOPED} FOR UPDATE"
+FIND_SQL = (
+    f"SELECT m.{MESSAGE_COLUMNS.replace(', ', ', m.')}, m.depth FROM sessions AS s "
+    "JOIN messages AS m ON m.session_pk = s.pk "
+    "WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s"
+)
+"""A session's messages by scope; the caller adds `AND m.id IN (...)`."""
 LOCATE_SQL = (
     "SELECT s.pk, s.head_id, s.head_depth, m.depth FROM sessions AS s "
     "LEFT JOIN messages AS m ON m.session_pk = s.pk AND m.id = %s "

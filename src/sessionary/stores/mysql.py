@@ -120,6 +120,9 @@ class _AsyncTransaction:
         await self._cursor.execute(sql, tuple(params))
         return int(self._cursor.lastrowid)
 
+    async def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        return [await self.fetchall(sql, params) for sql, params in statements]
+
 
 class AsyncMySQLDriver:
     """An aiomysql pool on one database.
@@ -158,8 +161,9 @@ class AsyncMySQLDriver:
                 raise store_error(self._where, exc) from exc
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[_AsyncTransaction]:
+    async def transaction(self, batched: bool = False) -> AsyncIterator[_AsyncTransaction]:
         """One transaction on a pooled connection: commit on success, else roll back."""
+        del batched  # every statement is its own round trip here
         assert self._pool is not None, "start() first"
         try:
             async with self._pool.acquire() as conn:
@@ -205,6 +209,9 @@ class _Transaction:
         del key  # the AUTO_INCREMENT column
         self._cursor.execute(sql, tuple(params))
         return int(self._cursor.lastrowid)
+
+    def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        return [self.fetchall(sql, params) for sql, params in statements]
 
 
 class _Pool:
@@ -278,8 +285,9 @@ class MySQLDriver:
             self._started = True
 
     @contextmanager
-    def transaction(self) -> Iterator[_Transaction]:
+    def transaction(self, batched: bool = False) -> Iterator[_Transaction]:
         """One transaction on a pooled connection: commit on success, else roll back."""
+        del batched  # every statement is its own round trip here
         try:
             with self._pool.connection() as conn:
                 conn.begin()

@@ -160,6 +160,11 @@ class AsyncMySQLDriver:
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
 
+    async def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """Run one statement as a transaction of its own; return its rows."""
+        async with self.transaction() as tx:
+            return await tx.fetchall(sql, params)
+
     @asynccontextmanager
     async def transaction(self, batched: bool = False) -> AsyncIterator[_AsyncTransaction]:
         """One transaction on a pooled connection: commit on success, else roll back."""
@@ -283,6 +288,11 @@ class MySQLDriver:
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
             self._started = True
+
+    def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """Run one statement as a transaction of its own; return its rows."""
+        with self.transaction() as tx:
+            return tx.fetchall(sql, params)
 
     @contextmanager
     def transaction(self, batched: bool = False) -> Iterator[_Transaction]:

@@ -153,6 +153,15 @@ class AsyncPostgresDriver:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
+    async def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """Run one statement in autocommit mode (its own transaction); return its rows."""
+        try:
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(sql, params)
+                return await cursor.fetchall()
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc) from exc
+
     @asynccontextmanager
     async def transaction(self, batched: bool = False) -> AsyncIterator[_AsyncTransaction]:
         """One transaction on a pooled connection: commit on success, else roll back.
@@ -254,6 +263,14 @@ class PostgresDriver:
             except psycopg.Error as exc:
                 raise store_error(self._where, exc) from exc
             self._started = True
+
+    def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """Run one statement in autocommit mode (its own transaction); return its rows."""
+        try:
+            with self._pool.connection() as conn:
+                return conn.execute(sql, params).fetchall()
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc) from exc
 
     @contextmanager
     def transaction(self, batched: bool = False) -> Iterator[_Transaction]:

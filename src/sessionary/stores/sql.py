@@ -74,6 +74,7 @@ from sessionary.stores._rows import (
     now_us,
     session_from_row,
     session_page,
+    stored_copy,
 )
 from sessionary.stores._sql_common import (
     CHUNK,
@@ -125,6 +126,10 @@ class AsyncDriver(Protocol):
 
     async def start(self, setup: Callable[[AsyncTransaction], Any]) -> None:
         """Open the pool and run `setup` (the migrations) once, before any transaction."""
+        ...
+
+    async def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run one statement as a transaction of its own; return its rows."""
         ...
 
     def transaction(self, batched: bool = False) -> AbstractAsyncContextManager[AsyncTransaction]:
@@ -326,6 +331,10 @@ class AsyncSQLStore(AsyncSQLDocuments):
         expected_head: Expected,
     ) -> list[Message]:
         prepared = prepare_messages(messages, self.max_message_bytes)
+        if parent is Head.HEAD and len(prepared) <= CHUNK:
+            done = await self._append_alone(scope, session_id, prepared, expected_head)
+            if done is not None:
+                return done
         # Batched: BEGIN, the lock and the look-up of the batch's ids go out in one round
         # trip, the INSERT, the head's UPDATE and COMMIT in a second.
         async with self._begin(batched=True) as tx:
@@ -348,6 +357,40 @@ class AsyncSQLStore(AsyncSQLDocuments):
                     (*last, len(rows), now_us(), pk),
                 )
             return out
+
+    async def _append_alone(
+        self, scope: Scope, session_id: str, prepared: Sequence[Prepared], expected: Expected
+    ) -> list[Message] | None:
+        """Append after the head in one statement, where the dialect has one.
+
+        Returns None where it did not append (no such session, a stale head, an id
+        already stored, no statement): the general path then does what those cases need.
+        """
+        sql = self._dialect.append_sql(len(prepared))
+        if sql is None:
+            return None
+        if not self._ready:
+            await self._driver.start(self._migrate)
+            self._ready = True
+        index = self._dialect.index_text
+        rows = [
+            (p.message.id, p.message.role, p.created_us, p.body, index(p.text)) for p in prepared
+        ]
+        key = (scope.tenant, scope.user, session_id)
+        try:
+            found = await self._driver.fetch_alone(
+                sql, shared.append_params(key, expected, rows, now_us())
+            )
+        except AlreadyExists:
+            return None
+        if not found or not found[0][1]:
+            return None
+        parent_id = found[0][0]
+        out = []
+        for item in prepared:
+            out.append(stored_copy(item.message, parent_id))
+            parent_id = item.message.id
+        return out
 
     async def _lock_and_find(
         self, tx: AsyncTransaction, scope: Scope, session_id: str, prepared: Sequence[Prepared]

@@ -80,6 +80,9 @@ def connect_options(url: str, connect_timeout: float, database: str = "db") -> d
         "charset": "utf8mb4",
         "autocommit": True,
         "connect_timeout": max(1, round(connect_timeout)),
+        # The append script (`MySQLDialect.append_sql`) is several statements in one
+        # round trip. Every value is still escaped by the driver, never spliced.
+        "client_flag": pymysql.constants.CLIENT.MULTI_STATEMENTS,
     }
 
 
@@ -161,9 +164,27 @@ class AsyncMySQLDriver:
                 raise store_error(self._where, exc) from exc
 
     async def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
-        """Run one statement as a transaction of its own; return its rows."""
-        async with self.transaction() as tx:
-            return await tx.fetchall(sql, params)
+        """Run a script that is a transaction of its own; return its last result's rows.
+
+        If a statement fails, the server runs none after it: the open transaction is
+        rolled back here.
+        """
+        assert self._pool is not None, "start() first"
+        try:
+            async with self._pool.acquire() as conn:
+                try:
+                    async with conn.cursor() as cursor:
+                        await cursor.execute(sql, tuple(params))
+                        rows = list(await cursor.fetchall())
+                        while await cursor.nextset():
+                            rows = list(await cursor.fetchall())
+                        return rows
+                except BaseException:
+                    with contextlib.suppress(*_ERRORS):
+                        await conn.rollback()
+                    raise
+        except _ERRORS as exc:
+            raise store_error(self._where, exc) from exc
 
     @asynccontextmanager
     async def transaction(self, batched: bool = False) -> AsyncIterator[_AsyncTransaction]:
@@ -290,9 +311,22 @@ class MySQLDriver:
             self._started = True
 
     def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
-        """Run one statement as a transaction of its own; return its rows."""
-        with self.transaction() as tx:
-            return tx.fetchall(sql, params)
+        """Run a script that is a transaction of its own; see `AsyncMySQLDriver.fetch_alone`."""
+        try:
+            with self._pool.connection() as conn:
+                try:
+                    with conn.cursor() as cursor:
+                        cursor.execute(sql, tuple(params))
+                        rows = list(cursor.fetchall())
+                        while cursor.nextset():
+                            rows = list(cursor.fetchall())
+                        return rows
+                except BaseException:
+                    with contextlib.suppress(*_ERRORS):
+                        conn.rollback()
+                    raise
+        except _ERRORS as exc:
+            raise store_error(self._where, exc) from exc
 
     @contextmanager
     def transaction(self, batched: bool = False) -> Iterator[_Transaction]:

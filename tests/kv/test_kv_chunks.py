@@ -23,17 +23,27 @@ def chunk_key(number: int, session: str = "s") -> str:
     return f"sessions:{session}:chunk:{number:012d}"
 
 
-def test_each_roll_up_writes_one_new_chunk_and_never_rewrites_one(driver: Any) -> None:
+def test_a_roll_up_writes_new_chunks_of_at_most_n_and_never_rewrites_one(driver: Any) -> None:
     manager = IncrementalSessionManager(driver, snapshot_frequency=3)
     manager.append_messages("s", users(*"abc"))
     first = driver.get(chunk_key(0))
-    manager.append_messages("s", users(*"defgh"))  # one roll-up: one chunk of 5
+    manager.append_messages("s", users(*"defgh"))  # one roll-up: chunks of 3 and 2
     manager.append_message("s", Message.user("i", id="i"))
-    assert chunk_keys(driver) == [chunk_key(0), chunk_key(1)]
+    assert chunk_keys(driver) == [chunk_key(0), chunk_key(1), chunk_key(2)]
     assert driver.get(chunk_key(0)) == first
-    assert [m["id"] for m in json.loads(driver.get(chunk_key(1)))] == list("defgh")
+    assert [m["id"] for m in json.loads(driver.get(chunk_key(1)))] == list("def")
+    assert [m["id"] for m in json.loads(driver.get(chunk_key(2)))] == list("gh")
     assert snapshot(driver) == list("abcdefgh")
     assert texts(manager.get_history("s")) == list("abcdefghi")
+
+
+def test_a_large_batch_keeps_short_reads_short() -> None:
+    driver = CountingDriver(MemoryDriver())
+    manager = IncrementalSessionManager(driver, snapshot_frequency=25)
+    manager.append_messages("s", [Message.user(f"m{i}") for i in range(1000)])
+    driver.reset()
+    assert texts(manager.get_history("s", 20)) == [f"m{i}" for i in range(980, 1000)]
+    assert driver.entries_read == 2  # the meta entry and one chunk of 25
 
 
 def test_every_limit_reads_the_right_window_across_chunk_boundaries(driver: Any) -> None:
@@ -91,8 +101,8 @@ def test_a_trim_drops_a_tool_result_cut_from_its_call_across_chunks(driver: Any)
 
 def test_a_trim_smaller_than_a_batch_cuts_into_the_new_chunk(driver: Any) -> None:
     manager = IncrementalSessionManager(driver, snapshot_frequency=2, max_messages=3)
-    manager.append_messages("s", users(*"abcdefg"))
-    assert chunk_keys(driver) == [chunk_key(0)]
+    manager.append_messages("s", users(*"abcdefg"))  # chunks ab, cd, ef, g: two wholly cut
+    assert chunk_keys(driver) == [chunk_key(2), chunk_key(3)]
     assert snapshot(driver) == list("efg")
     assert json.loads(driver.get("sessions:s:meta"))["count"] == 3
 
@@ -131,7 +141,8 @@ def test_a_crash_between_chunk_and_meta_shows_readers_no_half_roll_up(driver: An
         assert texts(manager.get_history("s", limit)) == list("abcdef")[-(limit or 6) :]
     assert manager.get_or_create("s").messages == manager.get_history("s")
     manager.append_message("s", Message.user("g", id="g"))  # the next roll-up replaces it
-    assert [m["id"] for m in json.loads(driver.get(chunk_key(1)))] == list("defg")
+    assert [m["id"] for m in json.loads(driver.get(chunk_key(1)))] == list("def")
+    assert [m["id"] for m in json.loads(driver.get(chunk_key(2)))] == ["g"]
     assert texts(manager.get_history("s")) == list("abcdefg")
 
 

@@ -1,8 +1,10 @@
 """Rolling loose entries into append-only chunks, trimming, and old-layout data (pure).
 
-A roll-up writes the loose entries of the moment as one new chunk, deletes them and
-advances `next_chunk` in the meta entry, all in one commit: the chunk becomes visible to
-readers together with the meta entry that names it, so no reader sees half a roll-up. A
+A roll-up writes the loose entries of the moment as new chunks of at most
+`snapshot_frequency` messages each (one chunk, unless a large batch was appended),
+deletes them and advances `next_chunk` in the meta entry, all in one commit: chunks
+become visible to readers together with the meta entry that names them, so no reader
+sees half a roll-up. A
 chunk key left over by a writer that died before its commit lies outside the live range
 and is overwritten by the next roll-up.
 
@@ -26,7 +28,7 @@ from sessionary.kv._layout import CHUNKED, Meta, SessionKeys
 from sessionary.model import Message
 from sessionary.window import orphan_results, pair_safe_start
 
-__all__ = ["TrimWalk", "chunk_of", "plan_migration", "plan_roll_up", "wants_older"]
+__all__ = ["TrimWalk", "chunk_of", "plan_migration", "plan_roll_up", "split", "wants_older"]
 
 
 def plan_migration(
@@ -50,16 +52,21 @@ def chunk_of(loose: list[tuple[str, str]]) -> str:
     return "[" + ",".join(text for _, text in loose) + "]"
 
 
+def split(items: list[Any], size: int) -> list[list[Any]]:
+    """`items` in consecutive runs of at most `size` (none if `items` is empty)."""
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
 @dataclass
 class TrimWalk:
     """Where a `max_messages` trim cuts, found chunk by chunk from the oldest.
 
     The caller feeds the chunks it is asked for (`wanted`) until `wanted` is None. The
-    chunk being rolled up (number `meta.next_chunk`) is known from the start.
+    chunks being rolled up (numbered from `meta.next_chunk`) are known from the start.
     """
 
     meta: Meta
-    new_chunk: list[dict[str, Any]]
+    new_chunks: list[list[dict[str, Any]]]
     max_messages: int | None
     first: int = 0
     skip: int = 0
@@ -74,13 +81,19 @@ class TrimWalk:
         total = self.meta.count
         if self.max_messages is not None and total > self.max_messages:
             self.excess, self.trimming = total - self.max_messages, True
-        self._known[self.meta.next_chunk] = self.new_chunk
+        for offset, chunk in enumerate(self.new_chunks):
+            self._known[self.meta.next_chunk + offset] = chunk
         self._walk()
+
+    @property
+    def end(self) -> int:
+        """The number after the last chunk, the new ones included."""
+        return self.meta.next_chunk + len(self.new_chunks)
 
     @property
     def wanted(self) -> int | None:
         """The number of the stored chunk the walk needs next, or None when done."""
-        if not self.trimming or self.first > self.meta.next_chunk:
+        if not self.trimming or self.first >= self.end:
             return None
         return None if self.first in self._known else self.first
 
@@ -90,7 +103,7 @@ class TrimWalk:
         self._walk()
 
     def _walk(self) -> None:
-        while self.trimming and self.first <= self.meta.next_chunk:
+        while self.trimming and self.first < self.end:
             chunk = self._known.get(self.first)
             if chunk is None:
                 return
@@ -118,21 +131,25 @@ class TrimWalk:
 
 
 def plan_roll_up(
-    keys: SessionKeys, meta: Meta, loose: list[tuple[str, str]], walk: TrimWalk
+    keys: SessionKeys, meta: Meta, runs: list[list[tuple[str, str]]], walk: TrimWalk
 ) -> dict[str, str | None]:
-    """Return the writes that roll `loose` into a new chunk, as `walk` trimmed it."""
-    new_number = meta.next_chunk
-    writes: dict[str, str | None] = dict.fromkeys((key for key, _ in loose), None)
+    """Return the writes that roll loose entries into new chunks, as `walk` trimmed them.
+
+    `runs` are the loose entries split into chunks, oldest first; a chunk the trim
+    wholly cut is not written.
+    """
+    writes: dict[str, str | None] = {key: None for run in runs for key, _ in run}
     writes.update(dict.fromkeys((keys.chunk(n) for n in walk.dropped), None))
-    if walk.first <= new_number:
-        writes[keys.chunk(new_number)] = chunk_of(loose)
+    for number, run in enumerate(runs, meta.next_chunk):
+        if number >= walk.first:
+            writes[keys.chunk(number)] = chunk_of(run)
     new = replace(
         meta,
         version=meta.version + 1,
         since_snapshot=0,
         count=meta.count - walk.cut,
         first_chunk=walk.first,
-        next_chunk=new_number + 1,
+        next_chunk=walk.end,
         skip=walk.skip,
     )
     writes[keys.meta] = new.encode()

@@ -32,7 +32,14 @@ from typing import Any
 from sessionary.errors import AlreadyExists, InvalidInput
 from sessionary.ids import check_id
 from sessionary.kv._backoff import AsyncBackoff
-from sessionary.kv._chunks import TrimWalk, plan_migration, plan_roll_up, wants_older
+from sessionary.kv._chunks import (
+    TrimWalk,
+    chunk_of,
+    plan_migration,
+    plan_roll_up,
+    split,
+    wants_older,
+)
 from sessionary.kv._layout import (
     CHUNKED,
     Encoded,
@@ -301,22 +308,28 @@ class AsyncIncrementalSessionManager:
             if not force and meta.since_snapshot < self.snapshot_frequency:
                 return
             meta, moves = await self._migrated(keys, meta)
-            walk = await self._trim_walk(keys, meta, listing, moves)
+            runs = split(listing.loose, self.snapshot_frequency)
+            walk = await self._trim_walk(keys, meta, runs, moves)
             if walk is not None:
-                writes = {**moves, **plan_roll_up(keys, meta, listing.loose, walk)}
+                writes = {**moves, **plan_roll_up(keys, meta, runs, walk)}
                 if await self.driver.commit({keys.meta: listing.meta_text}, writes):
                     return
             await backoff.wait()
 
     async def _trim_walk(
-        self, keys: SessionKeys, meta: Meta, listing: Listing, moves: dict[str, str | None]
+        self,
+        keys: SessionKeys,
+        meta: Meta,
+        runs: list[list[tuple[str, str]]],
+        moves: dict[str, str | None],
     ) -> TrimWalk | None:
         """Find where `max_messages` cuts, reading the oldest chunks it reaches.
 
         `moves` holds chunks this roll-up is about to write (an old snapshot moving).
         Returns None if a chunk is gone (another writer trimmed first): try again.
         """
-        walk = TrimWalk(meta, listing.loose_messages(), self.max_messages)
+        new_chunks = [chunk_messages(chunk_of(run)) for run in runs]
+        walk = TrimWalk(meta, new_chunks, self.max_messages)
         while (number := walk.wanted) is not None:
             text = moves.get(keys.chunk(number)) or await self.driver.get(keys.chunk(number))
             if text is None:

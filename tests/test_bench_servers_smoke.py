@@ -52,7 +52,11 @@ def test_quick_server_benchmark_writes_a_report(tmp_path: Path) -> None:
     assert "synchronous_commit=" in report and "innodb_flush_log_at_trx_commit=" in report
     assert "raw psycopg" in report and "raw PyMySQL" in report and "RPUSH" in report
     assert "snapshot_frequency=25" in report and "roll-ups off" in report
+    assert "sessionary redis:// store (snapshot_frequency=25)" in report
+    assert "sessionary redis:// store (roll-ups off)" in report
+    assert "IncrementalSessionManager (snapshot_frequency=25)" in report
     assert "8 writers, one shared session" in report
     verdicts = [line for line in report.splitlines() if line.startswith("- **")]
-    assert len(verdicts) == 4 and all("PASS" in v or "FAIL" in v for v in verdicts)
+    # One per sessionary library: PostgreSQL, MariaDB, and four on Redis.
+    assert len(verdicts) == 6 and all("PASS" in v or "FAIL" in v for v in verdicts)
     assert "dropped" in report and "FAILED" not in report

@@ -58,6 +58,25 @@ def test_roll_ups_add_chunks_and_never_rewrite_old_ones(redis_url: str, client: 
         assert chat.path_length() == 14
 
 
+def test_a_large_batch_rolls_up_into_chunks_of_at_most_the_frequency(
+    redis_url: str, client: object
+) -> None:
+    url = _with(redis_url, "snapshot_frequency=4")
+    with sessionary.SessionManager(url) as manager:
+        chat = manager.create(id="c")
+        chat.append_all([Message.user(f"m{n}", id=f"m{n}") for n in range(10)])
+        keys = _session_keys(client, url, "c")
+        snap = client.hgetall(keys["snap"])  # type: ignore[attr-defined]
+        assert sorted(snap, key=int) == ["0", "4", "8"]
+        assert "loose" not in keys  # an empty hash is no key
+        chat.append(Message.user("m10", id="m10"))
+        manager.store.roll_up(manager.scope, "c")  # type: ignore[attr-defined]
+        snap = client.hgetall(keys["snap"])  # type: ignore[attr-defined]
+        assert sorted(snap, key=int) == ["0", "4", "8", "10"]
+        assert [m.id for m in chat.history(limit=2)] == ["m9", "m10"]
+        assert [m.id for m in chat.history()] == [f"m{n}" for n in range(11)]
+
+
 def test_edits_inside_a_chunk_are_read_back(redis_url: str) -> None:
     url = _with(redis_url, "snapshot_frequency=3")
     with sessionary.SessionManager(url) as manager:

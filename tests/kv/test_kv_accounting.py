@@ -39,13 +39,28 @@ def _history_cost(driver: CountingDriver, manager: Any, limit: int | None) -> tu
     return driver.read_calls, driver.entries_read
 
 
-def test_a_read_is_one_listing_of_meta_snapshot_and_loose_entries() -> None:
+def test_a_read_lists_meta_and_loose_entries_then_gets_only_the_chunks_it_needs() -> None:
     driver = CountingDriver(MemoryDriver())
     manager = IncrementalSessionManager(driver, snapshot_frequency=25)
-    for i in range(1000 + 7):  # 40 roll-ups, then 7 loose entries
+    for i in range(1000 + 7):  # 40 roll-ups (40 chunks of 25), then 7 loose entries
         manager.append_message("s", Message.user(f"m{i}"))
-    assert _history_cost(driver, manager, 20) == (1, 2 + 7)  # meta + snapshot + loose
-    assert _history_cost(driver, manager, None) == (1, 2 + 7)
-    manager.snapshot_now("s")
-    assert _history_cost(driver, manager, 20) == (1, 2)
+    # One listing (meta + 7 loose), then the newest chunk for the 13 still missing.
+    assert _history_cost(driver, manager, 20) == (2, 1 + 7 + 1)
+    assert _history_cost(driver, manager, 7) == (1, 1 + 7)
+    assert _history_cost(driver, manager, 33) == (3, 1 + 7 + 2)
+    # A full read is one listing of the whole session: meta, 40 chunks, 7 loose entries.
+    assert _history_cost(driver, manager, None) == (1, 1 + 40 + 7)
+    manager.snapshot_now("s")  # a 41st chunk, of 7 messages
+    assert _history_cost(driver, manager, 20) == (3, 1 + 2)
     assert len(manager.get_history("s")) == 1007
+
+
+def test_a_short_read_costs_the_same_at_any_depth() -> None:
+    driver = CountingDriver(MemoryDriver())
+    manager = IncrementalSessionManager(driver, snapshot_frequency=25)
+    costs = []
+    for depth in (100, 5000):
+        while (count := len(manager.get_history("s"))) < depth:
+            manager.append_messages("s", [Message.user(f"m{count + i}") for i in range(25)])
+        costs.append(_history_cost(driver, manager, 20))
+    assert costs[0] == costs[1] == (2, 2)

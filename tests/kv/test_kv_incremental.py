@@ -26,8 +26,13 @@ def loose_count(driver: Any, session: str = "s") -> int:
 
 
 def snapshot(driver: Any, session: str = "s") -> list[str]:
-    raw = driver.get(f"sessions:{session}:snapshot")
-    return [] if raw is None else [m["id"] for m in json.loads(raw)]
+    """The ids of the rolled-up messages: the live chunks, minus what a trim cut."""
+    meta = json.loads(driver.get(f"sessions:{session}:meta") or "{}")
+    ids: list[str] = []
+    for number in range(meta.get("first_chunk", 0), meta.get("next_chunk", 0)):
+        chunk = json.loads(driver.get(f"sessions:{session}:chunk:{number:012d}"))
+        ids += [m["id"] for m in chunk[meta["skip"] if number == meta["first_chunk"] else 0 :]]
+    return ids
 
 
 def test_loose_entries_roll_up_every_n_appends(driver: Any) -> None:

@@ -7,9 +7,17 @@ Per session, under the prefix `sessions:<id>:`:
   point: a write is a `commit` that expects the meta entry the writer read.
 - `msg:<seq>`: one loose entry per message appended since the last roll-up; `seq` is
   zero-padded to 12 digits, so a prefix listing returns the entries in order.
-- `snapshot`: the messages rolled up so far, as one JSON array.
+- `chunk:<n>`: the rolled-up messages, as append-only JSON arrays. Each roll-up writes
+  one new chunk (the loose entries of the moment) and never rewrites an older one; the
+  meta entry names the live range `[first_chunk, next_chunk)` and how many messages of
+  the first chunk a `max_messages` trim has cut (`skip`). Chunks outside the range are
+  invisible (a trim deletes them in the same commit).
+- `snapshot`: the old layout's single snapshot (`layout` 1 in the meta entry); the first
+  write to such a session renames it to `chunk:0` (see `sessionary.kv._chunks`).
 
-One prefix listing therefore reads a session whole, at one instant. Beside it,
+`meta` and the loose entries share the key prefix `sessions:<id>:m`, so one prefix
+listing reads them together at one instant; a history read adds only the chunks it needs,
+newest first, and one listing of `sessions:<id>:` reads a session whole. Beside it,
 `session-ids:<id>:<message id>` records each message id ever stored (its value is the
 sequence number), so that an append can refuse a duplicate without reading the history.
 """
@@ -35,14 +43,16 @@ __all__ = [
     "Listing",
     "Meta",
     "SessionKeys",
+    "check_user",
     "decode_messages",
     "encode_messages",
+    "chunk_messages",
     "history_window",
     "plan_append",
-    "plan_roll_up",
 ]
 
 SEQ_DIGITS = 12
+CHUNKED = 2  # the meta entry's `layout` once the snapshot is stored as chunks
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +82,20 @@ class SessionKeys:
         return self.prefix + "meta"
 
     @property
+    def head(self) -> str:
+        """The prefix of the meta entry and the loose entries, and of nothing else."""
+        return self.prefix + "m"
+
+    @property
     def snapshot(self) -> str:
         return self.prefix + "snapshot"
+
+    @property
+    def chunks(self) -> str:
+        return self.prefix + "chunk:"
+
+    def chunk(self, number: int) -> str:
+        return f"{self.chunks}{number:0{SEQ_DIGITS}d}"
 
     @property
     def loose(self) -> str:
@@ -103,11 +125,15 @@ class Meta:
     since_snapshot: int = 0
     count: int = 0
     expires_at: float | None = None
+    layout: int = 1  # 1: one `snapshot` entry (entries written before chunks); 2: chunks
+    first_chunk: int = 0
+    next_chunk: int = 0
+    skip: int = 0  # messages of the first chunk cut by a trim
 
     @classmethod
     def new(cls, user_id: str | None) -> Meta:
         now = time.time()
-        return cls(created_at=now, updated_at=now, user_id=user_id)
+        return cls(created_at=now, updated_at=now, user_id=user_id, layout=CHUNKED)
 
     @classmethod
     def decode(cls, text: str | None) -> Meta | None:
@@ -152,6 +178,7 @@ class Listing:
     meta_text: str | None = None
     snapshot_text: str | None = None
     loose: list[tuple[str, str]] = field(default_factory=list)
+    chunks: dict[int, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, keys: SessionKeys, entries: list[tuple[str, str]]) -> Listing:
@@ -163,15 +190,40 @@ class Listing:
                 listing.snapshot_text = value
             elif key.startswith(keys.loose):
                 listing.loose.append((key, value))
+            elif key.startswith(keys.chunks) and key[len(keys.chunks) :].isdigit():
+                listing.chunks[int(key[len(keys.chunks) :])] = value
         return listing
 
-    def raw_messages(self) -> list[dict[str, Any]]:
-        """The stored messages, oldest first, as JSON data."""
+    def loose_messages(self) -> list[dict[str, Any]]:
+        """The loose entries, oldest first, as JSON data."""
         try:
-            snapshot = json.loads(self.snapshot_text) if self.snapshot_text else []
-            return [*snapshot, *(json.loads(text) for _, text in self.loose)]
+            return [json.loads(text) for _, text in self.loose]
         except ValueError as exc:
             raise StoreError(f"a stored message is corrupt: {exc}") from exc
+
+    def raw_messages(self, meta: Meta) -> list[dict[str, Any]]:
+        """Every stored message, oldest first, as JSON data (a listing of the whole session)."""
+        if meta.layout != CHUNKED:
+            rolled = chunk_messages(self.snapshot_text) if self.snapshot_text else []
+        else:
+            rolled = []
+            for number in range(meta.first_chunk, meta.next_chunk):
+                text = self.chunks.get(number)
+                if text is None:
+                    raise StoreError(f"chunk {number} of a session is missing")
+                rolled += chunk_messages(text, meta.skip if number == meta.first_chunk else 0)
+        return [*rolled, *self.loose_messages()]
+
+
+def chunk_messages(text: str, skip: int = 0) -> list[dict[str, Any]]:
+    """The messages of a chunk (or of an old-layout snapshot), minus the first `skip`."""
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise StoreError(f"a stored chunk is corrupt: {exc}") from exc
+    if not isinstance(raw, list):
+        raise StoreError("a stored chunk is not a JSON array")
+    return raw[skip:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,29 +290,6 @@ def plan_append(
     )
     writes[keys.meta] = new.encode()
     return new, writes
-
-
-def trim(raw: list[dict[str, Any]], max_messages: int | None) -> list[dict[str, Any]]:
-    """Keep the newest `max_messages`, and drop tool results left without their call."""
-    if max_messages is None or len(raw) <= max_messages:
-        return raw
-    start = len(raw) - max_messages
-    # A tool message's call is always earlier: at the cut, its call was trimmed away.
-    while start < len(raw) and raw[start].get("role") == "tool":
-        start += 1
-    return raw[start:]
-
-
-def plan_roll_up(
-    keys: SessionKeys, listing: Listing, meta: Meta, max_messages: int | None
-) -> dict[str, str | None]:
-    """Return the writes that fold the loose entries into the snapshot."""
-    kept = trim(listing.raw_messages(), max_messages)
-    writes: dict[str, str | None] = dict.fromkeys((key for key, _ in listing.loose), None)
-    writes[keys.snapshot] = _dump(kept)
-    new = replace(meta, version=meta.version + 1, since_snapshot=0, count=len(kept))
-    writes[keys.meta] = new.encode()
-    return writes
 
 
 def history_window(messages: list[Message], limit: int | None) -> list[Message]:

@@ -2,9 +2,11 @@
 
 Each append writes one loose entry per message (and its id record) and replaces the
 session's meta entry; every `snapshot_frequency` appends the loose entries are rolled
-into the snapshot entry, trimmed to `max_messages`. A read is one prefix listing of
-`1 + loose` entries (meta and snapshot, then at most about `snapshot_frequency` loose
-ones). `sessionary.kv._layout` describes the keys.
+into one new append-only chunk, and `max_messages` trims the oldest chunks. A read of
+the newest `limit` messages is one prefix listing of `1 + loose` entries (meta and the
+loose ones, at most about `snapshot_frequency`) plus one `get` per chunk it still needs,
+newest first; a full read is one listing. `sessionary.kv._layout` describes the keys and
+`sessionary.kv._chunks` the roll-up.
 
 Cross-process safety comes from optimistic concurrency, not from locks. A writer reads
 the meta entry, plans its writes, and hands them to the driver's `commit` together with
@@ -30,18 +32,27 @@ from typing import Any
 from sessionary.errors import AlreadyExists, InvalidInput
 from sessionary.ids import check_id
 from sessionary.kv._backoff import AsyncBackoff
+from sessionary.kv._chunks import (
+    TrimWalk,
+    chunk_of,
+    plan_migration,
+    plan_roll_up,
+    split,
+    wants_older,
+)
 from sessionary.kv._layout import (
+    CHUNKED,
     Encoded,
     KVSession,
     Listing,
     Meta,
     SessionKeys,
     check_user,
+    chunk_messages,
     decode_messages,
     encode_messages,
     history_window,
     plan_append,
-    plan_roll_up,
 )
 from sessionary.kv.base import AsyncKVDriver
 from sessionary.model import Message
@@ -129,8 +140,9 @@ class AsyncIncrementalSessionManager:
         """Commit the batch's unstored messages; return how many, and the new meta entry."""
         backoff = AsyncBackoff(f"append to session {keys.session_id!r}")
         while batch:
-            current, meta = await self._read_meta(keys)
+            current, meta, moves = await self._read_meta(keys)
             new, writes = plan_append(keys, meta or Meta.new(None), batch, self.ttl)
+            writes.update(moves)
             expect: dict[str, str | None] = {keys.meta: current}
             expect.update((keys.message_id(item.id), None) for item in batch)
             if await self.driver.commit(expect, writes):
@@ -149,14 +161,30 @@ class AsyncIncrementalSessionManager:
                 unstored.append(item)
         return unstored
 
-    async def _read_meta(self, keys: SessionKeys) -> tuple[str | None, Meta | None]:
-        """Read the meta entry; an expired session's entries are removed, leaving none."""
+    async def _read_meta(
+        self, keys: SessionKeys
+    ) -> tuple[str | None, Meta | None, dict[str, str | None]]:
+        """Read the meta entry, as text and in the chunked layout.
+
+        Returns the text read (what a commit must expect), the meta entry (None if there
+        is no session: an expired session's entries are removed), and the writes that
+        move an old-layout session to chunks, to go into the caller's commit.
+        """
         current = await self.driver.get(keys.meta)
         meta = Meta.decode(current)
         if meta is None and current is not None:
             await self._remove(keys)
-            return None, None
-        return current, meta
+            return None, None, {}
+        if meta is None:
+            return current, None, {}
+        meta, moves = await self._migrated(keys, meta)
+        return current, meta, moves
+
+    async def _migrated(self, keys: SessionKeys, meta: Meta) -> tuple[Meta, dict[str, str | None]]:
+        """`meta` in the chunked layout, and the writes that move an old snapshot."""
+        if meta.layout == CHUNKED:
+            return meta, {}
+        return plan_migration(keys, meta, await self.driver.get(keys.snapshot))
 
     async def get_or_create(self, session_id: str, user_id: str | None = None) -> KVSession:
         """Return the session with every message, creating it (meta only) if needed.
@@ -179,7 +207,7 @@ class AsyncIncrementalSessionManager:
                 return meta.record(session_id, [])
         if user_id is not None and meta.user_id not in (None, user_id):
             raise AlreadyExists(f"session {session_id!r} belongs to another user")
-        return meta.record(session_id, decode_messages(listing.raw_messages()))
+        return meta.record(session_id, decode_messages(listing.raw_messages(meta)))
 
     async def get_history(self, session_id: str, limit: int | None = None) -> list[Message]:
         """Return the newest `limit` messages (all by default), oldest first.
@@ -194,10 +222,42 @@ class AsyncIncrementalSessionManager:
         """
         keys = SessionKeys(check_id(session_id, "session id"))
         check_limit(limit)
+        backoff = AsyncBackoff(f"read session {session_id!r}")
+        while True:
+            found = await (self._whole(keys) if limit is None else self._newest(keys, limit))
+            if found is not None:
+                return history_window(found, limit)
+            await backoff.wait()
+
+    async def _whole(self, keys: SessionKeys) -> list[Message]:
+        """Every message of the session, read by one listing."""
         listing = Listing.parse(keys, await self.driver.list_prefix(keys.prefix))
-        if Meta.decode(listing.meta_text) is None:
+        meta = Meta.decode(listing.meta_text)
+        return [] if meta is None else decode_messages(listing.raw_messages(meta))
+
+    async def _newest(self, keys: SessionKeys, limit: int) -> list[Message] | None:
+        """The newest messages, enough for a window of `limit`; None if a trim raced us.
+
+        The meta entry and the loose entries come from one listing; then chunks, newest
+        first, until the window cannot change. Chunks never change once written, so the
+        only race is a trim deleting one: its absence makes the caller read again.
+        """
+        listing = Listing.parse(keys, await self.driver.list_prefix(keys.head))
+        meta = Meta.decode(listing.meta_text)
+        if meta is None:
             return []
-        return history_window(decode_messages(listing.raw_messages()), limit)
+        if meta.layout != CHUNKED:
+            return await self._whole(keys)
+        messages = decode_messages(listing.loose_messages())
+        number = meta.next_chunk - 1
+        while number >= meta.first_chunk and wants_older(messages, limit):
+            text = await self.driver.get(keys.chunk(number))
+            if text is None:
+                return None
+            skip = meta.skip if number == meta.first_chunk else 0
+            messages[:0] = decode_messages(chunk_messages(text, skip))
+            number -= 1
+        return messages
 
     async def update_state(self, session_id: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Merge `patch` into the session's state (JSON merge patch) and return the result.
@@ -212,10 +272,11 @@ class AsyncIncrementalSessionManager:
         patch = check_patch(patch)
         backoff = AsyncBackoff(f"update the state of session {session_id!r}")
         while True:
-            current, meta = await self._read_meta(keys)
+            current, meta, writes = await self._read_meta(keys)
             meta = meta or Meta.new(None)
             new = meta.touched(self.ttl, state=merge_patch(meta.state, patch))
-            if await self.driver.commit({keys.meta: current}, {keys.meta: new.encode()}):
+            writes[keys.meta] = new.encode()
+            if await self.driver.commit({keys.meta: current}, writes):
                 return new.state
             await backoff.wait()
 
@@ -240,16 +301,41 @@ class AsyncIncrementalSessionManager:
     async def _roll_up(self, keys: SessionKeys, force: bool) -> None:
         backoff = AsyncBackoff(f"roll up session {keys.session_id!r}")
         while True:
-            listing = Listing.parse(keys, await self.driver.list_prefix(keys.prefix))
+            listing = Listing.parse(keys, await self.driver.list_prefix(keys.head))
             meta = Meta.decode(listing.meta_text)
             if meta is None or not listing.loose:
                 return
             if not force and meta.since_snapshot < self.snapshot_frequency:
                 return
-            writes = plan_roll_up(keys, listing, meta, self.max_messages)
-            if await self.driver.commit({keys.meta: listing.meta_text}, writes):
-                return
+            meta, moves = await self._migrated(keys, meta)
+            runs = split(listing.loose, self.snapshot_frequency)
+            walk = await self._trim_walk(keys, meta, runs, moves)
+            if walk is not None:
+                writes = {**moves, **plan_roll_up(keys, meta, runs, walk)}
+                if await self.driver.commit({keys.meta: listing.meta_text}, writes):
+                    return
             await backoff.wait()
+
+    async def _trim_walk(
+        self,
+        keys: SessionKeys,
+        meta: Meta,
+        runs: list[list[tuple[str, str]]],
+        moves: dict[str, str | None],
+    ) -> TrimWalk | None:
+        """Find where `max_messages` cuts, reading the oldest chunks it reaches.
+
+        `moves` holds chunks this roll-up is about to write (an old snapshot moving).
+        Returns None if a chunk is gone (another writer trimmed first): try again.
+        """
+        new_chunks = [chunk_messages(chunk_of(run)) for run in runs]
+        walk = TrimWalk(meta, new_chunks, self.max_messages)
+        while (number := walk.wanted) is not None:
+            text = moves.get(keys.chunk(number)) or await self.driver.get(keys.chunk(number))
+            if text is None:
+                return None
+            walk.feed(number, chunk_messages(text))
+        return walk
 
     async def delete_session(self, session_id: str) -> bool:
         """Remove every entry of the session: meta, snapshot, loose entries, id records.

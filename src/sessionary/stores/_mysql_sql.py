@@ -139,6 +139,31 @@ class MySQLDialect(Dialect):
     )
     share_lock = " LOCK IN SHARE MODE"
     """Understood by MySQL 8 and MariaDB alike (MariaDB has no `FOR SHARE`)."""
+
+    def append_sql(self, count: int) -> str | None:
+        """One script, one round trip: a transaction that locks, checks, inserts, moves.
+
+        User variables carry the locked row from statement to statement. A failing
+        statement stops the script with its transaction open; the driver rolls it back.
+        """
+        values = " UNION ALL ".join(
+            ["SELECT %s AS n, %s AS id, %s AS parent_id, %s AS role, %s AS created_us, "
+             "%s AS data, %s AS text"] * count
+        )  # fmt: skip
+        return f"""SET @sx_pk = NULL, @sx_head = NULL, @sx_depth = NULL;
+START TRANSACTION;
+SELECT pk, head_id, head_depth INTO @sx_pk, @sx_head, @sx_depth FROM sessions
+    WHERE tenant = %s AND user_id = %s AND id = %s FOR UPDATE;
+SET @sx_ok = @sx_pk IS NOT NULL AND (%s OR @sx_head <=> %s);
+INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
+    SELECT @sx_pk, v.id, IF(v.n = 1, @sx_head, v.parent_id), @sx_depth + v.n, v.role,
+        v.created_us, v.data, v.text
+    FROM ({values}) AS v WHERE @sx_ok ORDER BY v.n;
+UPDATE sessions SET head_id = %s, head_depth = @sx_depth + %s,
+    message_count = message_count + %s, updated_us = %s WHERE pk = @sx_pk AND @sx_ok;
+COMMIT;
+SELECT @sx_head, @sx_ok AND 1 FROM DUAL WHERE @sx_pk IS NOT NULL"""
+
     migrations_table = (
         "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INT NOT NULL PRIMARY KEY, "
         "name VARCHAR(200) NOT NULL, "

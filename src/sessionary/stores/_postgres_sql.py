@@ -136,6 +136,38 @@ class PostgresDialect(Dialect):
         (1, "sessions, messages with a tsvector index, and state", _V1),
         (2, "versioned documents with a tsvector index", _V2),
     )
+
+    def append_sql(self, count: int) -> str | None:
+        """One statement, run alone (autocommit): lock, check the head, insert, move it.
+
+        Every part sees the session row the lock returns (PostgreSQL re-reads a row
+        that changed while the lock waited), so the chain hangs under the current head;
+        the row lock queues concurrent appenders as a transaction would.
+        """
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * count)
+        return f"""WITH s AS (
+    SELECT pk, head_id, head_depth FROM sessions
+    WHERE tenant = %s AND user_id = %s AND id = %s FOR UPDATE
+), ok AS (
+    SELECT pk, head_id, head_depth FROM s WHERE %s::boolean OR head_id IS NOT DISTINCT FROM %s::text
+), v (n, id, parent_id, role, created_us, data, text) AS (
+    SELECT n::integer, id::text, parent_id::text, role::text, created_us::bigint, data::text,
+        text::text
+    FROM (VALUES {values}) AS given (n, id, parent_id, role, created_us, data, text)
+), ins AS (
+    INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
+    SELECT ok.pk, v.id, CASE WHEN v.n = 1 THEN ok.head_id ELSE v.parent_id END,
+        ok.head_depth + v.n, v.role, v.created_us, v.data, v.text
+    FROM ok CROSS JOIN v ORDER BY v.n
+    RETURNING 1
+), upd AS (
+    UPDATE sessions SET head_id = %s, head_depth = ok.head_depth + %s,
+        message_count = message_count + %s, updated_us = %s
+    FROM ok WHERE sessions.pk = ok.pk
+    RETURNING 1
+)
+SELECT s.head_id, (SELECT count(*) FROM ok) FROM s"""
+
     migrations_table = (
         "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INTEGER PRIMARY KEY, "
         "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"

@@ -139,11 +139,24 @@ local function touch(now, ttl, sid)
   expire(ttl)
 end
 
--- Fold the loose entries into one new chunk; earlier chunks are never rewritten.
-local function roll_up()
+local function write_chunk(start, c, any)
+  if any then
+    redis.call('HSET', SNAP, s(start), cjson.encode(c))
+    redis.call('ZADD', CHUNKS, start, s(start))
+  end
+end
+
+-- Fold the loose entries into new chunks of at most `size` entries (0: one chunk), so
+-- that a read near the head never decodes a large batch whole; earlier chunks are never
+-- rewritten.
+local function roll_up(size)
   if M.next <= M.rolled then return end
   local start, c, any = M.rolled, {}, false
-  for q = start, M.next - 1 do
+  for q = M.rolled, M.next - 1 do
+    if size > 0 and #c == size then
+      write_chunk(start, c, any)
+      start, c, any = q, {}, false
+    end
     local f = pad(q)
     local e = redis.call('HGET', LOOSE, f)
     c[#c + 1] = e or ''
@@ -152,10 +165,7 @@ local function roll_up()
       redis.call('HDEL', LOOSE, f)
     end
   end
-  if any then
-    redis.call('HSET', SNAP, s(start), cjson.encode(c))
-    redis.call('ZADD', CHUNKS, start, s(start))
-  end
+  write_chunk(start, c, any)
   M.rolled, M.since = M.next, 0
 end
 
@@ -283,7 +293,7 @@ if inserted then
   M.head, M.headid = parent, pid
   local frequency, maxm = tonumber(ARGV[6]), tonumber(ARGV[7])
   if frequency > 0 and M.since >= frequency then
-    roll_up()
+    roll_up(frequency)
     trim(maxm)
   elseif frequency == 0 then
     trim(maxm)
@@ -295,9 +305,9 @@ return out
 """
 
 _ROLL_UP = r"""
--- ARGV: now, ttl, session id, max messages
+-- ARGV: now, ttl, session id, max messages, chunk size (0: one chunk)
 if not load_meta() then return 0 end
-roll_up()
+roll_up(tonumber(ARGV[5]))
 trim(tonumber(ARGV[4]))
 save_meta(redis.call('HGET', META, 'updated'))
 expire(ARGV[2])

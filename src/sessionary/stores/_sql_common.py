@@ -28,7 +28,15 @@ from urllib.parse import urlsplit
 from sessionary.errors import InvalidInput
 from sessionary.model import Message, to_micros
 from sessionary.query import Query, words
-from sessionary.records import DocumentHit, Scope, SearchHit, SessionInfo, decode_cursor
+from sessionary.records import (
+    DocumentHit,
+    Expected,
+    Head,
+    Scope,
+    SearchHit,
+    SessionInfo,
+    decode_cursor,
+)
 from sessionary.stores._common import Prepared
 from sessionary.stores._rows import SESSION_COLUMNS, message_from_row, now_us, stored_copy
 
@@ -36,6 +44,8 @@ __all__ = [
     "CHUNK",
     "INSERT_MESSAGE",
     "INSERT_MESSAGES",
+    "FIND_SQL",
+    "append_params",
     "INSERT_SESSION",
     "LINEAR_HEAD_SQL",
     "LOCATE_SQL",
@@ -68,6 +78,12 @@ Migration = tuple[int, str, tuple[str, ...]]
 
 SCOPED = "tenant = %s AND user_id = %s AND id = %s"
 LOCK_SQL = f"SELECT pk, head_id, head_depth FROM sessions WHERE {SCOPED} FOR UPDATE"
+FIND_SQL = (
+    f"SELECT m.{MESSAGE_COLUMNS.replace(', ', ', m.')}, m.depth FROM sessions AS s "
+    "JOIN messages AS m ON m.session_pk = s.pk "
+    "WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s"
+)
+"""A session's messages by scope; the caller adds `AND m.id IN (...)`."""
 LOCATE_SQL = (
     "SELECT s.pk, s.head_id, s.head_depth, m.depth FROM sessions AS s "
     "LEFT JOIN messages AS m ON m.session_pk = s.pk AND m.id = %s "
@@ -145,6 +161,16 @@ class Dialect:
     ) -> list[SearchHit]:
         """Turn the rows `search_sql` returned into at most `limit` hits, best first."""
         raise NotImplementedError
+
+    def append_sql(self, count: int) -> str | None:
+        """One statement that appends `count` messages after the head, or None.
+
+        Its parameters are those `append_params` builds; it returns one row (the head
+        before, and 1 if it appended) if the session exists, and appends nothing unless
+        the expected head holds. A stored id makes it fail as a duplicate key, whole.
+        """
+        del count
+        return None
 
     def index_text(self, text: str) -> str:
         """What `messages.text` holds for a message's text; its words by default."""
@@ -233,6 +259,25 @@ def plan_chain(
         out.append(stored_copy(msg, parent_id))
         parent_id = msg.id
     return out, rows, (parent_id, depth)
+
+
+def append_params(
+    key: Sequence[Any], expected: Expected, rows: Sequence[Sequence[Any]], now: int
+) -> list[Any]:
+    """The parameters of `Dialect.append_sql` for a chain of message rows.
+
+    Args:
+        key: The session's (tenant, user, id).
+        expected: The head the caller expects, or `Head.ANY`.
+        rows: Per message (id, role, created_us, data, text), in chain order.
+        now: The time to record as the session's last activity, in microseconds.
+    """
+    params: list[Any] = [*key, expected is Head.ANY, None if expected is Head.ANY else expected]
+    parent = None
+    for number, (msg_id, *rest) in enumerate(rows, 1):
+        params += [number, msg_id, parent, *rest]
+        parent = msg_id
+    return [*params, parent, len(rows), len(rows), now]
 
 
 def decode_cursor_pair(cursor: str | None) -> tuple[int, int]:

@@ -80,6 +80,9 @@ def connect_options(url: str, connect_timeout: float, database: str = "db") -> d
         "charset": "utf8mb4",
         "autocommit": True,
         "connect_timeout": max(1, round(connect_timeout)),
+        # The append script (`MySQLDialect.append_sql`) is several statements in one
+        # round trip. Every value is still escaped by the driver, never spliced.
+        "client_flag": pymysql.constants.CLIENT.MULTI_STATEMENTS,
     }
 
 
@@ -136,6 +139,9 @@ class _AsyncTransaction:
         await self._cursor.execute(sql, tuple(params))
         return int(self._cursor.lastrowid)
 
+    async def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        return [await self.fetchall(sql, params) for sql, params in statements]
+
 
 class AsyncMySQLDriver:
     """An aiomysql pool on one database.
@@ -173,9 +179,33 @@ class AsyncMySQLDriver:
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
 
+    async def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """Run a script that is a transaction of its own; return its last result's rows.
+
+        If a statement fails, the server runs none after it: the open transaction is
+        rolled back here.
+        """
+        assert self._pool is not None, "start() first"
+        try:
+            async with self._pool.acquire() as conn:
+                try:
+                    async with conn.cursor() as cursor:
+                        await cursor.execute(sql, tuple(params))
+                        rows = list(await cursor.fetchall())
+                        while await cursor.nextset():
+                            rows = list(await cursor.fetchall())
+                        return rows
+                except BaseException:
+                    with contextlib.suppress(*_ERRORS):
+                        await conn.rollback()
+                    raise
+        except _ERRORS as exc:
+            raise store_error(self._where, exc) from exc
+
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[_AsyncTransaction]:
+    async def transaction(self, batched: bool = False) -> AsyncIterator[_AsyncTransaction]:
         """One transaction on a pooled connection: commit on success, else roll back."""
+        del batched  # every statement is its own round trip here
         assert self._pool is not None, "start() first"
         try:
             async with self._pool.acquire() as conn:
@@ -221,6 +251,9 @@ class _Transaction:
         del key  # the AUTO_INCREMENT column
         self._cursor.execute(sql, tuple(params))
         return int(self._cursor.lastrowid)
+
+    def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        return [self.fetchall(sql, params) for sql, params in statements]
 
 
 class _Pool:
@@ -293,9 +326,28 @@ class MySQLDriver:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
+    def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """Run a script that is a transaction of its own; see `AsyncMySQLDriver.fetch_alone`."""
+        try:
+            with self._pool.connection() as conn:
+                try:
+                    with conn.cursor() as cursor:
+                        cursor.execute(sql, tuple(params))
+                        rows = list(cursor.fetchall())
+                        while cursor.nextset():
+                            rows = list(cursor.fetchall())
+                        return rows
+                except BaseException:
+                    with contextlib.suppress(*_ERRORS):
+                        conn.rollback()
+                    raise
+        except _ERRORS as exc:
+            raise store_error(self._where, exc) from exc
+
     @contextmanager
-    def transaction(self) -> Iterator[_Transaction]:
+    def transaction(self, batched: bool = False) -> Iterator[_Transaction]:
         """One transaction on a pooled connection: commit on success, else roll back."""
+        del batched  # every statement is its own round trip here
         try:
             with self._pool.connection() as conn:
                 conn.begin()

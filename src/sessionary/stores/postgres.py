@@ -65,10 +65,21 @@ def connection_options(schema: str | None, connect_timeout: float) -> dict[str, 
 
 
 class _AsyncTransaction:
-    __slots__ = ("_cursor",)
+    __slots__ = ("_conn", "_cursor", "_pipeline")
 
-    def __init__(self, cursor: psycopg.AsyncCursor[Row]) -> None:
-        self._cursor = cursor
+    def __init__(
+        self, conn: psycopg.AsyncConnection[Row], pipeline: psycopg.AsyncPipeline | None = None
+    ) -> None:
+        self._conn = conn
+        self._cursor = conn.cursor()
+        self._pipeline = pipeline
+
+    async def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        # One cursor per statement, all sent before any is read: one round trip when pipelined.
+        cursors = [self._conn.cursor() for _ in statements]
+        for cursor, (sql, params) in zip(cursors, statements, strict=True):
+            await cursor.execute(sql, params or None)
+        return [await cursor.fetchall() for cursor in cursors]
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         await self._cursor.execute(sql, params or None)
@@ -76,6 +87,8 @@ class _AsyncTransaction:
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         await self._cursor.execute(sql, params or None)
+        if self._pipeline is not None:  # the statement's result (its description) arrives
+            await self._pipeline.sync()
         return None if self._cursor.description is None else await self._cursor.fetchone()
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
@@ -132,7 +145,7 @@ class AsyncPostgresDriver:
                 conn = await psycopg.AsyncConnection.connect(self._conninfo, **self._options)
                 try:
                     async with conn.transaction():
-                        await setup(_AsyncTransaction(conn.cursor()))
+                        await setup(_AsyncTransaction(conn))
                 finally:
                     await conn.close()
                 await self._pool.open(wait=True, timeout=self._timeout)
@@ -140,12 +153,30 @@ class AsyncPostgresDriver:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[_AsyncTransaction]:
-        """One transaction on a pooled connection: commit on success, else roll back."""
+    async def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """Run one statement in autocommit mode (its own transaction); return its rows."""
         try:
-            async with self._pool.connection() as conn, conn.transaction():
-                yield _AsyncTransaction(conn.cursor())
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(sql, params)
+                return await cursor.fetchall()
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc) from exc
+
+    @asynccontextmanager
+    async def transaction(self, batched: bool = False) -> AsyncIterator[_AsyncTransaction]:
+        """One transaction on a pooled connection: commit on success, else roll back.
+
+        `batched` runs it in pipeline mode: statements go out together (with `BEGIN`, and
+        the last ones with `COMMIT`) until a result is read, so `execute` returns -1.
+        """
+        try:
+            async with self._pool.connection() as conn:
+                if not batched:
+                    async with conn.transaction():
+                        yield _AsyncTransaction(conn)
+                    return
+                async with conn.pipeline() as pipeline, conn.transaction():
+                    yield _AsyncTransaction(conn, pipeline)
         except psycopg.Error as exc:
             raise store_error(self._where, exc) from exc
 
@@ -155,10 +186,21 @@ class AsyncPostgresDriver:
 
 
 class _Transaction:
-    __slots__ = ("_cursor",)
+    __slots__ = ("_conn", "_cursor", "_pipeline")
 
-    def __init__(self, cursor: psycopg.Cursor[Row]) -> None:
-        self._cursor = cursor
+    def __init__(
+        self, conn: psycopg.Connection[Row], pipeline: psycopg.Pipeline | None = None
+    ) -> None:
+        self._conn = conn
+        self._cursor = conn.cursor()
+        self._pipeline = pipeline
+
+    def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        # One cursor per statement, all sent before any is read: one round trip when pipelined.
+        cursors = [self._conn.cursor() for _ in statements]
+        for cursor, (sql, params) in zip(cursors, statements, strict=True):
+            cursor.execute(sql, params or None)
+        return [cursor.fetchall() for cursor in cursors]
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         self._cursor.execute(sql, params or None)
@@ -166,6 +208,8 @@ class _Transaction:
 
     def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         self._cursor.execute(sql, params or None)
+        if self._pipeline is not None:  # the statement's result (its description) arrives
+            self._pipeline.sync()
         return None if self._cursor.description is None else self._cursor.fetchone()
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
@@ -214,18 +258,31 @@ class PostgresDriver:
             try:
                 connection = psycopg.Connection.connect(self._conninfo, **self._options)
                 with connection as conn, conn.transaction():
-                    setup(_Transaction(conn.cursor()))
+                    setup(_Transaction(conn))
                 self._pool.open(wait=True, timeout=self._timeout)
             except psycopg.Error as exc:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
-    @contextmanager
-    def transaction(self) -> Iterator[_Transaction]:
-        """One transaction on a pooled connection: commit on success, else roll back."""
+    def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """Run one statement in autocommit mode (its own transaction); return its rows."""
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                yield _Transaction(conn.cursor())
+            with self._pool.connection() as conn:
+                return conn.execute(sql, params).fetchall()
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc) from exc
+
+    @contextmanager
+    def transaction(self, batched: bool = False) -> Iterator[_Transaction]:
+        """One transaction on a pooled connection; see `AsyncPostgresDriver.transaction`."""
+        try:
+            with self._pool.connection() as conn:
+                if not batched:
+                    with conn.transaction():
+                        yield _Transaction(conn)
+                    return
+                with conn.pipeline() as pipeline, conn.transaction():
+                    yield _Transaction(conn, pipeline)
         except psycopg.Error as exc:
             raise store_error(self._where, exc) from exc
 

@@ -74,6 +74,7 @@ from sessionary.stores._rows import (
     now_us,
     session_from_row,
     session_page,
+    stored_copy,
 )
 from sessionary.stores._sql_common import (
     CHUNK,
@@ -94,7 +95,17 @@ class AsyncTransaction(Protocol):
     """One open transaction of a driver; statements use `%s` placeholders."""
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run a statement; return the number of rows it changed."""
+        """Run a statement; return the number of rows it changed.
+
+        In a batched transaction the statement may be sent later (at the latest with the
+        commit, its errors raised there) and the result is -1.
+        """
+        ...
+
+    async def fetch_each(
+        self, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[tuple[Any, ...]]]:
+        """Run queries in order; return each one's rows (batched: in one round trip)."""
         ...
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
@@ -117,8 +128,16 @@ class AsyncDriver(Protocol):
         """Open the pool and run `setup` (the migrations) once, before any transaction."""
         ...
 
-    def transaction(self) -> AbstractAsyncContextManager[AsyncTransaction]:
-        """Return a context that commits on success and rolls back on any exception."""
+    async def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run one statement as a transaction of its own; return its rows."""
+        ...
+
+    def transaction(self, batched: bool = False) -> AbstractAsyncContextManager[AsyncTransaction]:
+        """Return a context that commits on success and rolls back on any exception.
+
+        `batched`: the driver may send statements together, as few round trips as the
+        results read allow (see `AsyncTransaction.execute`).
+        """
         ...
 
     async def close(self) -> None:
@@ -162,11 +181,11 @@ class AsyncSQLStore(AsyncSQLDocuments):
         await self._driver.close()
 
     @asynccontextmanager
-    async def _begin(self) -> AsyncIterator[AsyncTransaction]:
+    async def _begin(self, batched: bool = False) -> AsyncIterator[AsyncTransaction]:
         if not self._ready:
             await self._driver.start(self._migrate)
             self._ready = True
-        async with self._driver.transaction() as tx:
+        async with self._driver.transaction(batched) as tx:
             yield tx
 
     async def _migrate(self, tx: AsyncTransaction) -> None:
@@ -312,9 +331,16 @@ class AsyncSQLStore(AsyncSQLDocuments):
         expected_head: Expected,
     ) -> list[Message]:
         prepared = prepare_messages(messages, self.max_message_bytes)
-        async with self._begin() as tx:
-            pk, head_id, head_depth = await self._lock(tx, scope, session_id)
-            existing = await self._existing(tx, pk, prepared)
+        if parent is Head.HEAD and len(prepared) <= CHUNK:
+            done = await self._append_alone(scope, session_id, prepared, expected_head)
+            if done is not None:
+                return done
+        # Batched: BEGIN, the lock and the look-up of the batch's ids go out in one round
+        # trip, the INSERT, the head's UPDATE and COMMIT in a second.
+        async with self._begin(batched=True) as tx:
+            pk, head_id, head_depth, existing = await self._lock_and_find(
+                tx, scope, session_id, prepared
+            )
             stale = expected_head is not Head.ANY and expected_head != head_id
             if stale and len(existing) < len(prepared):
                 raise HeadConflict(
@@ -332,21 +358,61 @@ class AsyncSQLStore(AsyncSQLDocuments):
                 )
             return out
 
-    async def _existing(
-        self, tx: AsyncTransaction, pk: int, prepared: Sequence[Prepared]
-    ) -> dict[str, tuple[Any, ...]]:
-        """The rows (`MESSAGE_COLUMNS`, depth) of a batch's messages already stored."""
+    async def _append_alone(
+        self, scope: Scope, session_id: str, prepared: Sequence[Prepared], expected: Expected
+    ) -> list[Message] | None:
+        """Append after the head in one statement, where the dialect has one.
+
+        Returns None where it did not append (no such session, a stale head, an id
+        already stored, no statement): the general path then does what those cases need.
+        """
+        sql = self._dialect.append_sql(len(prepared))
+        if sql is None:
+            return None
+        if not self._ready:
+            await self._driver.start(self._migrate)
+            self._ready = True
+        index = self._dialect.index_text
+        rows = [
+            (p.message.id, p.message.role, p.created_us, p.body, index(p.text)) for p in prepared
+        ]
+        key = (scope.tenant, scope.user, session_id)
+        try:
+            found = await self._driver.fetch_alone(
+                sql, shared.append_params(key, expected, rows, now_us())
+            )
+        except AlreadyExists:
+            return None
+        if not found or not found[0][1]:
+            return None
+        parent_id = found[0][0]
+        out = []
+        for item in prepared:
+            out.append(stored_copy(item.message, parent_id))
+            parent_id = item.message.id
+        return out
+
+    async def _lock_and_find(
+        self, tx: AsyncTransaction, scope: Scope, session_id: str, prepared: Sequence[Prepared]
+    ) -> tuple[int, str | None, int, dict[str, tuple[Any, ...]]]:
+        """Lock the session's row; return (pk, head id, depth) and the batch's stored rows.
+
+        The look-ups name the session by its scope, not its key, so that they can go out
+        with the lock; they run after it, so they see every append committed before it.
+        """
+        key = (scope.tenant, scope.user, session_id)
         ids = [item.message.id for item in prepared]
-        found: dict[str, tuple[Any, ...]] = {}
+        statements: list[tuple[str, Sequence[Any]]] = [(shared.LOCK_SQL, key)]
         for start in range(0, len(ids), CHUNK):
             chunk = ids[start : start + CHUNK]
-            rows = await tx.fetchall(
-                f"SELECT {MESSAGE_COLUMNS}, depth FROM messages WHERE session_pk = %s "
-                f"AND id IN ({', '.join(['%s'] * len(chunk))})",
-                (pk, *chunk),
-            )
-            found.update((row[0], row) for row in rows)
-        return found
+            marks = ", ".join(["%s"] * len(chunk))
+            statements.append((f"{shared.FIND_SQL} AND m.id IN ({marks})", (*key, *chunk)))
+        lock, *found = await tx.fetch_each(statements)
+        if not lock:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        pk, head_id, head_depth = lock[0]
+        existing = {row[0]: row for rows in found for row in rows}
+        return int(pk), head_id, int(head_depth), existing
 
     async def _at(self, tx: AsyncTransaction, pk: int, parent: Parent) -> tuple[str | None, int]:
         """Return (id, depth) of an explicit parent; (None, -1) for a new root."""

@@ -5,11 +5,12 @@
 Sessions use the incremental layout of the key-value stores, extended to trees: per
 session a meta hash (head, counters, the registry row), one loose entry per message
 appended since the last roll-up (keyed by its zero-padded sequence number), and the
-snapshot: append-only chunks, each holding the messages of one roll-up. Every entry
+snapshot: append-only chunks of at most `snapshot_frequency` entries each. Every entry
 records its parent and depth, so a branch is read from its leaf up, one entry per
 message returned; an entry in a chunk costs decoding that chunk once. Every
-`snapshot_frequency` appended messages the loose entries become a new chunk (no earlier
-chunk is rewritten), and `max_messages`, if set, trims the oldest messages then.
+`snapshot_frequency` appended messages the loose entries become new chunks (no earlier
+chunk is rewritten; a large batch is split, so a read near the head never decodes it
+whole), and `max_messages`, if set, trims the oldest messages then.
 
 Every write is one Lua script (`_redis_lua`), which Redis runs atomically: appends from
 any number of processes and machines queue on the server and never interleave, a stale
@@ -376,7 +377,8 @@ class RedisStore(RedisDocuments):
             SessionNotFound: If there is no such session.
         """
         keys = self._keys(scope).session(session_id)
-        if not self._session_script("roll_up", keys, self.max_messages or 0):
+        size = self.snapshot_frequency
+        if not self._session_script("roll_up", keys, self.max_messages or 0, size):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
 
     # ------------------------------------------------------------------ search

@@ -78,6 +78,7 @@ from sessionary.stores._rows import (
     now_us,
     session_from_row,
     session_page,
+    stored_copy,
 )
 from sessionary.stores._sql_common import (
     CHUNK,
@@ -96,7 +97,17 @@ class Transaction(Protocol):
     """One open transaction of a driver; statements use `%s` placeholders."""
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run a statement; return the number of rows it changed."""
+        """Run a statement; return the number of rows it changed.
+
+        In a batched transaction the statement may be sent later (at the latest with the
+        commit, its errors raised there) and the result is -1.
+        """
+        ...
+
+    def fetch_each(
+        self, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[tuple[Any, ...]]]:
+        """Run queries in order; return each one's rows (batched: in one round trip)."""
         ...
 
     def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
@@ -119,8 +130,16 @@ class Driver(Protocol):
         """Open the pool and run `setup` (the migrations) once, before any transaction."""
         ...
 
-    def transaction(self) -> AbstractContextManager[Transaction]:
-        """Return a context that commits on success and rolls back on any exception."""
+    def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run one statement as a transaction of its own; return its rows."""
+        ...
+
+    def transaction(self, batched: bool = False) -> AbstractContextManager[Transaction]:
+        """Return a context that commits on success and rolls back on any exception.
+
+        `batched`: the driver may send statements together, as few round trips as the
+        results read allow (see `Transaction.execute`).
+        """
         ...
 
     def close(self) -> None:
@@ -164,11 +183,11 @@ class SQLStore(SQLDocuments):
         self._driver.close()
 
     @contextmanager
-    def _begin(self) -> Iterator[Transaction]:
+    def _begin(self, batched: bool = False) -> Iterator[Transaction]:
         if not self._ready:
             self._driver.start(self._migrate)
             self._ready = True
-        with self._driver.transaction() as tx:
+        with self._driver.transaction(batched) as tx:
             yield tx
 
     def _migrate(self, tx: Transaction) -> None:
@@ -310,9 +329,14 @@ class SQLStore(SQLDocuments):
         expected_head: Expected,
     ) -> list[Message]:
         prepared = prepare_messages(messages, self.max_message_bytes)
-        with self._begin() as tx:
-            pk, head_id, head_depth = self._lock(tx, scope, session_id)
-            existing = self._existing(tx, pk, prepared)
+        if parent is Head.HEAD and len(prepared) <= CHUNK:
+            done = self._append_alone(scope, session_id, prepared, expected_head)
+            if done is not None:
+                return done
+        # Batched: BEGIN, the lock and the look-up of the batch's ids go out in one round
+        # trip, the INSERT, the head's UPDATE and COMMIT in a second.
+        with self._begin(batched=True) as tx:
+            pk, head_id, head_depth, existing = self._lock_and_find(tx, scope, session_id, prepared)
             stale = expected_head is not Head.ANY and expected_head != head_id
             if stale and len(existing) < len(prepared):
                 raise HeadConflict(
@@ -330,21 +354,61 @@ class SQLStore(SQLDocuments):
                 )
             return out
 
-    def _existing(
-        self, tx: Transaction, pk: int, prepared: Sequence[Prepared]
-    ) -> dict[str, tuple[Any, ...]]:
-        """The rows (`MESSAGE_COLUMNS`, depth) of a batch's messages already stored."""
+    def _append_alone(
+        self, scope: Scope, session_id: str, prepared: Sequence[Prepared], expected: Expected
+    ) -> list[Message] | None:
+        """Append after the head in one statement, where the dialect has one.
+
+        Returns None where it did not append (no such session, a stale head, an id
+        already stored, no statement): the general path then does what those cases need.
+        """
+        sql = self._dialect.append_sql(len(prepared))
+        if sql is None:
+            return None
+        if not self._ready:
+            self._driver.start(self._migrate)
+            self._ready = True
+        index = self._dialect.index_text
+        rows = [
+            (p.message.id, p.message.role, p.created_us, p.body, index(p.text)) for p in prepared
+        ]
+        key = (scope.tenant, scope.user, session_id)
+        try:
+            found = self._driver.fetch_alone(
+                sql, shared.append_params(key, expected, rows, now_us())
+            )
+        except AlreadyExists:
+            return None
+        if not found or not found[0][1]:
+            return None
+        parent_id = found[0][0]
+        out = []
+        for item in prepared:
+            out.append(stored_copy(item.message, parent_id))
+            parent_id = item.message.id
+        return out
+
+    def _lock_and_find(
+        self, tx: Transaction, scope: Scope, session_id: str, prepared: Sequence[Prepared]
+    ) -> tuple[int, str | None, int, dict[str, tuple[Any, ...]]]:
+        """Lock the session's row; return (pk, head id, depth) and the batch's stored rows.
+
+        The look-ups name the session by its scope, not its key, so that they can go out
+        with the lock; they run after it, so they see every append committed before it.
+        """
+        key = (scope.tenant, scope.user, session_id)
         ids = [item.message.id for item in prepared]
-        found: dict[str, tuple[Any, ...]] = {}
+        statements: list[tuple[str, Sequence[Any]]] = [(shared.LOCK_SQL, key)]
         for start in range(0, len(ids), CHUNK):
             chunk = ids[start : start + CHUNK]
-            rows = tx.fetchall(
-                f"SELECT {MESSAGE_COLUMNS}, depth FROM messages WHERE session_pk = %s "
-                f"AND id IN ({', '.join(['%s'] * len(chunk))})",
-                (pk, *chunk),
-            )
-            found.update((row[0], row) for row in rows)
-        return found
+            marks = ", ".join(["%s"] * len(chunk))
+            statements.append((f"{shared.FIND_SQL} AND m.id IN ({marks})", (*key, *chunk)))
+        lock, *found = tx.fetch_each(statements)
+        if not lock:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        pk, head_id, head_depth = lock[0]
+        existing = {row[0]: row for rows in found for row in rows}
+        return int(pk), head_id, int(head_depth), existing
 
     def _at(self, tx: Transaction, pk: int, parent: Parent) -> tuple[str | None, int]:
         """Return (id, depth) of an explicit parent; (None, -1) for a new root."""

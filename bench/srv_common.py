@@ -1,0 +1,268 @@
+"""The server benchmark's shared parts: settings, measurement cells, writers, the backend API."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+from bench.workload import Turn, conversation
+
+POSTGRES_URL = os.environ.get(
+    "SESSIONARY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
+)
+MYSQL_URL = os.environ.get("SESSIONARY_TEST_MYSQL", "mysql://root@127.0.0.1:3306/test")
+REDIS_URL = os.environ.get("SESSIONARY_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+RECENT = 20
+WRITERS = 8
+NO_ROLLUPS = 10**9  # a snapshot_frequency no run reaches: roll-ups effectively disabled
+TARGET = 50.0  # % of the raw driver's rate, single-session appends
+# (writers, mode): one writer has one session; eight share one or have one each.
+SHAPES = ((1, "single"), (WRITERS, "distinct"), (WRITERS, "shared"))
+SHAPE_NAMES = {
+    "single": "1 writer",
+    "distinct": f"{WRITERS} writers, distinct sessions",
+    "shared": f"{WRITERS} writers, one shared session",
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    depth: int  # messages in the session history(limit=20) reads
+    rounds: int  # append rounds; each gives every cell one block
+    block_seconds: float  # wall time of one append block
+    read_rounds: int
+    read_block: int  # reads per cell per round
+    read_budget: float  # seconds one read cell may spend in all
+
+
+FULL = Plan(depth=10_000, rounds=4, block_seconds=1.5, read_rounds=10, read_block=50, read_budget=8)
+QUICK = Plan(depth=500, rounds=1, block_seconds=0.3, read_rounds=2, read_block=10, read_budget=1)
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+@dataclass
+class Cell:
+    """One library, one writer shape: its writers and what their blocks measured."""
+
+    backend: str
+    lib: str
+    label: str
+    writers: int
+    mode: str
+    is_raw: bool
+    handles: list[Writer] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    walls: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+    error: str = ""
+    events: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float | None:
+        wall = sum(self.walls)
+        return sum(self.counts) / wall if wall and not self.error else None
+
+    def spread(self) -> str:
+        rates = sorted(c / w for c, w in zip(self.counts, self.walls, strict=True) if w)
+        return f"{rates[0]:,.0f}-{rates[-1]:,.0f}" if rates else "-"
+
+    def cpu_share(self) -> str:
+        wall = sum(self.walls)
+        return f"{100 * sum(self.cpus) / wall:.0f}%" if wall else "-"
+
+
+@dataclass
+class ReadCell:
+    backend: str
+    lib: str
+    label: str
+    is_raw: bool
+    read: Callable[[], int]
+    samples: list[float] = field(default_factory=list)
+    spent: float = 0.0
+    error: str = ""
+
+    @property
+    def median_us(self) -> float | None:
+        return median(self.samples) * 1e6 if self.samples and not self.error else None
+
+
+class Writer(ABC):
+    """One thread's connection; ``append`` stores one message in one call/transaction."""
+
+    def __init__(self) -> None:
+        self.index = 0  # position in the benchmark conversation
+
+    def next_turn(self) -> Turn:
+        turn = conversation(self.index, 1)[0]
+        self.index += 1
+        return turn
+
+    @abstractmethod
+    def append(self) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+def run_block(cell: Cell, seconds: float) -> None:
+    """Every writer of the cell appends in its own thread until the block's deadline."""
+    counts = [0] * len(cell.handles)
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(len(cell.handles) + 1)
+    deadline = [0.0]
+
+    def work(slot: int, writer: Writer) -> None:
+        barrier.wait()
+        try:
+            while time.perf_counter() < deadline[0]:
+                writer.append()
+                counts[slot] += 1
+        except BaseException as exc:  # reported in the cell, not lost in the thread
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=work, args=(i, w), daemon=True) for i, w in enumerate(cell.handles)
+    ]
+    for thread in threads:
+        thread.start()
+    gc.collect()
+    cpu0 = time.process_time()
+    start = time.perf_counter()
+    deadline[0] = start + seconds
+    barrier.wait()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - start
+    cell.cpus.append(time.process_time() - cpu0)
+    cell.counts.append(sum(counts))
+    cell.walls.append(wall)
+    if errors:
+        exc = errors[0]
+        cell.error = f"{type(exc).__name__}: {exc}"
+        traceback.print_exception(exc, file=sys.stderr)
+
+
+def run_reads(cell: ReadCell, count: int, budget: float) -> None:
+    expected = RECENT
+    start = time.perf_counter()
+    try:
+        for _ in range(count):
+            t0 = time.perf_counter()
+            got = cell.read()
+            cell.samples.append(time.perf_counter() - t0)
+            if got != expected:
+                raise AssertionError(f"{cell.label}: read {got} messages, expected {expected}")
+            if cell.spent + time.perf_counter() - start > budget:
+                break
+    except Exception as exc:
+        cell.error = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc(file=sys.stderr)
+    cell.spent += time.perf_counter() - start
+
+
+# --------------------------------------------------------------------------- backends
+
+
+def message(turn: Turn) -> Any:
+    from sessionary import Message
+
+    return Message.user(turn.text) if turn.role == "user" else Message.assistant(turn.text)
+
+
+def body(turn: Turn) -> str:
+    return json.dumps({"role": turn.role, "content": turn.text})
+
+
+def new_id() -> str:
+    """Time-ordered, like sessionary's UUIDv7 ids: nanoseconds then 64 random bits."""
+    return f"{time.time_ns():016x}{os.urandom(8).hex()}"
+
+
+class SessionaryWriter(Writer):
+    """A sync `SessionManager` of its own, appending with `session.append(message)`."""
+
+    def __init__(self, url: str, session_id: str) -> None:
+        super().__init__()
+        from sessionary import SessionManager
+
+        self.manager = SessionManager(url)
+        self.session = self.manager.session(session_id)
+
+    def append(self) -> None:
+        self.session.append(message(self.next_turn()))
+
+    def close(self) -> None:
+        self.manager.close()
+
+
+class Backend(ABC):
+    name: str
+    title: str
+    libs: tuple[tuple[str, str, bool], ...]  # (key, label, is_raw)
+
+    def __init__(self) -> None:
+        self.tag = f"bench_{uuid.uuid4().hex[:12]}"
+        self.closers: list[Callable[[], None]] = []
+
+    @abstractmethod
+    def problem(self) -> str | None:
+        """Why the server cannot be used, or None."""
+
+    @abstractmethod
+    def setup(self) -> None: ...
+
+    @abstractmethod
+    def teardown(self) -> None:
+        """Drop everything the run created."""
+
+    @abstractmethod
+    def settings(self) -> dict[str, str]: ...
+
+    @abstractmethod
+    def new_session(self, lib: str) -> Any:
+        """Create a session for ``lib``; return what its writers need to reach it."""
+
+    @abstractmethod
+    def writer(self, lib: str, session: Any) -> Writer: ...
+
+    @abstractmethod
+    def reader(self, lib: str, depth: int) -> Callable[[], int]:
+        """Build a session of ``depth`` messages; return a history(limit=20) read of it."""
+
+    def counters(self) -> dict[str, int]:
+        """Server-wide lock counters, read around each append block (outside its timing)."""
+        return {}
+
+    def close_all(self) -> None:
+        for close in reversed(self.closers):
+            try:
+                close()
+            except Exception:
+                traceback.print_exc(file=sys.stderr)
+        self.closers.clear()
+
+
+@dataclass
+class Outcome:
+    backend: Backend
+    status: str = "ok"  # ok | unavailable | failed
+    reason: str = ""
+    settings: dict[str, str] = field(default_factory=dict)
+    cells: list[Cell] = field(default_factory=list)
+    reads: list[ReadCell] = field(default_factory=list)
+    cleaned: str = ""

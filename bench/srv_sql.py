@@ -1,0 +1,316 @@
+"""The server benchmark's SQL backends: PostgreSQL (psycopg) and MariaDB/MySQL (PyMySQL)."""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from bench.srv_common import (
+    MYSQL_URL,
+    POSTGRES_URL,
+    RECENT,
+    Backend,
+    SessionaryWriter,
+    Writer,
+    body,
+    message,
+    new_id,
+)
+from bench.workload import conversation
+
+
+class _RawSqlWriter(Writer):
+    """One ``INSERT`` and one ``COMMIT`` per message, on a DB-API connection."""
+
+    def __init__(self, conn: Any, table: str, session_pk: int) -> None:
+        super().__init__()
+        self.conn = conn
+        self.session_pk = session_pk
+        self.parent: str | None = None
+        self.sql = (
+            f"INSERT INTO {table} (session_pk, id, parent_id, role, created_us, data)"
+            " VALUES (%s, %s, %s, %s, %s, %s)"
+        )
+
+    def append(self) -> None:
+        turn = self.next_turn()
+        msg_id = new_id()
+        row = (self.session_pk, msg_id, self.parent, turn.role, time.time_ns() // 1000, body(turn))
+        with self.conn.cursor() as cur:
+            cur.execute(self.sql, row)
+        self.conn.commit()
+        self.parent = msg_id
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class SqlBackend(Backend):
+    driver_name: str
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.libs = (
+            ("sessionary", "sessionary (sync)", False),
+            ("raw", f"raw {self.driver_name}", True),
+        )
+        self.next_pk = 1
+
+    @property
+    @abstractmethod
+    def raw_ddl(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def url(self) -> str: ...
+
+    @abstractmethod
+    def connect(self) -> Any:
+        """A raw driver connection to the scratch schema/database, not autocommitting."""
+
+    @property
+    @abstractmethod
+    def table(self) -> str: ...
+
+    def setup(self) -> None:
+        from sessionary import SessionManager
+
+        self.admin = SessionManager(self.url)
+        self.closers.append(self.admin.close)
+        self.admin.get("warm-up")  # the first call creates sessionary's tables (and schema)
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                for statement in self.raw_ddl.split(";"):
+                    cur.execute(statement)
+            conn.commit()
+        finally:
+            conn.close()
+
+    def new_session(self, lib: str) -> Any:
+        if lib == "sessionary":
+            return self.admin.create(name="bench").id
+        self.next_pk += 1
+        return self.next_pk
+
+    def writer(self, lib: str, session: Any) -> Writer:
+        made: Writer = (
+            SessionaryWriter(self.url, session)
+            if lib == "sessionary"
+            else _RawSqlWriter(self.connect(), self.table, session)
+        )
+        self.closers.append(made.close)
+        return made
+
+    def reader(self, lib: str, depth: int) -> Callable[[], int]:
+        if lib == "sessionary":
+            session = self.admin.session(self.new_session(lib))
+            for start in range(0, depth, 1000):
+                turns = conversation(start, min(1000, depth - start))
+                session.append_all([message(turn) for turn in turns])
+            return lambda: len(session.history(limit=RECENT))
+        pk = self.new_session(lib)
+        conn = self.connect()
+        self.closers.append(conn.close)
+        insert = (
+            f"INSERT INTO {self.table} (session_pk, id, parent_id, role, created_us, data)"
+            " VALUES (%s, %s, %s, %s, %s, %s)"
+        )
+        parent = None
+        for start in range(0, depth, 1000):
+            rows = []
+            for turn in conversation(start, min(1000, depth - start)):
+                msg_id = new_id()
+                rows.append((pk, msg_id, parent, turn.role, time.time_ns() // 1000, body(turn)))
+                parent = msg_id
+            with conn.cursor() as cur:
+                cur.executemany(insert, rows)
+            conn.commit()
+        select = (
+            f"SELECT data FROM {self.table} WHERE session_pk = %s ORDER BY seq DESC LIMIT {RECENT}"
+        )
+
+        def read() -> int:
+            with conn.cursor() as cur:
+                cur.execute(select, (pk,))
+                rows = cur.fetchall()
+            conn.commit()  # end the read transaction, as autocommit reads would
+            return len([json.loads(data) for (data,) in reversed(rows)])
+
+        return read
+
+
+class Postgres(SqlBackend):
+    name = "postgres"
+    title = "PostgreSQL"
+    driver_name = "psycopg"
+
+    @property
+    def raw_ddl(self) -> str:
+        return (
+            f'CREATE SCHEMA IF NOT EXISTS "{self.tag}";'
+            f"CREATE TABLE {self.table} ("
+            " seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+            " session_pk BIGINT NOT NULL,"
+            ' id TEXT COLLATE "C" NOT NULL,'
+            ' parent_id TEXT COLLATE "C",'
+            " role TEXT NOT NULL,"
+            " created_us BIGINT NOT NULL,"
+            " data TEXT NOT NULL,"
+            " UNIQUE (session_pk, id))"
+        )
+
+    @property
+    def url(self) -> str:
+        return f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={self.tag}"
+
+    @property
+    def table(self) -> str:
+        return f'"{self.tag}".raw_messages'
+
+    def problem(self) -> str | None:
+        try:
+            import psycopg
+        except ImportError as exc:
+            return f"psycopg is not installed: {exc}"
+        try:
+            psycopg.connect(POSTGRES_URL, connect_timeout=5).close()
+        except psycopg.Error as exc:
+            return f"PostgreSQL at {POSTGRES_URL} is unreachable: {exc}"
+        return None
+
+    def connect(self) -> Any:
+        import psycopg
+
+        return psycopg.connect(POSTGRES_URL)
+
+    def settings(self) -> dict[str, str]:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            found = {"version": str(conn.execute("SHOW server_version").fetchone()[0])}  # type: ignore[index]
+            for name in ("synchronous_commit", "fsync", "wal_sync_method", "commit_delay"):
+                found[name] = str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
+        return found
+
+    def counters(self) -> dict[str, int]:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
+            ).fetchone()
+        return {"deadlocks": int(row[0]) if row else 0}
+
+    def teardown(self) -> None:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{self.tag}" CASCADE')
+
+
+def _mysql_connect(database: str | None, autocommit: bool) -> Any:
+    import pymysql
+
+    parts = urlsplit(MYSQL_URL)
+    return pymysql.connect(
+        host=parts.hostname or "localhost",
+        port=parts.port or 3306,
+        user=unquote(parts.username or "root"),
+        password=unquote(parts.password or ""),
+        database=database,
+        connect_timeout=5,
+        autocommit=autocommit,
+        charset="utf8mb4",
+    )
+
+
+class MySQL(SqlBackend):
+    name = "mysql"
+    title = "MariaDB / MySQL"
+    driver_name = "PyMySQL"
+
+    @property
+    def raw_ddl(self) -> str:
+        return (
+            f"CREATE TABLE {self.table} ("
+            " seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+            " session_pk BIGINT NOT NULL,"
+            " id VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,"
+            " parent_id VARCHAR(128) NULL,"
+            " role VARCHAR(64) NOT NULL,"
+            " created_us BIGINT NOT NULL,"
+            " data LONGTEXT NOT NULL,"
+            " UNIQUE KEY raw_id (session_pk, id)"
+            ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+        )
+
+    @property
+    def url(self) -> str:
+        return urlunsplit(urlsplit(MYSQL_URL)._replace(path=f"/{self.tag}"))
+
+    @property
+    def table(self) -> str:
+        return "raw_messages"
+
+    def problem(self) -> str | None:
+        try:
+            import pymysql
+        except ImportError as exc:
+            return f"PyMySQL is not installed: {exc}"
+        try:
+            _mysql_connect(None, True).close()
+        except pymysql.err.Error as exc:
+            return f"MySQL at {MYSQL_URL} is unreachable: {exc}"
+        return None
+
+    def setup(self) -> None:
+        conn = _mysql_connect(None, True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE DATABASE `{self.tag}` CHARACTER SET utf8mb4")
+        finally:
+            conn.close()
+        super().setup()
+
+    def connect(self) -> Any:
+        return _mysql_connect(self.tag, False)
+
+    def settings(self) -> dict[str, str]:
+        conn = _mysql_connect(None, True)
+        names = ("version", "innodb_flush_log_at_trx_commit", "sync_binlog", "log_bin")
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT " + ", ".join(f"@@{name}" for name in names))
+                row = cur.fetchone()
+        finally:
+            conn.close()
+        return {name: str(value) for name, value in zip(names, row, strict=True)}
+
+    def counters(self) -> dict[str, int]:
+        conn = _mysql_connect(None, True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SHOW GLOBAL STATUS WHERE Variable_name IN"
+                    " ('Innodb_deadlocks', 'Innodb_row_lock_waits')"
+                )
+                found = {str(name): int(value) for name, value in cur.fetchall()}
+        finally:
+            conn.close()
+        return {
+            "deadlocks": found.get("Innodb_deadlocks", 0),
+            "lock waits": found.get("Innodb_row_lock_waits", 0),
+        }
+
+    def teardown(self) -> None:
+        conn = _mysql_connect(None, True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{self.tag}`")
+        finally:
+            conn.close()

@@ -16,7 +16,7 @@ from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 KNOWN = {SEARCH, DOCUMENTS, DOCUMENT_SEARCH}
 
 
-def test_capabilities_are_known_names(capabilities: frozenset[str]) -> None:
+def test_capabilities_are_known_names(store_url: str, capabilities: frozenset[str]) -> None:
     assert capabilities <= KNOWN
     assert DOCUMENT_SEARCH not in capabilities or DOCUMENTS in capabilities
 

@@ -392,13 +392,32 @@ def check_message(message: Message) -> None:
         raise InvalidMessage(str(exc)) from None
     if message.role not in ROLES:
         raise _fail("role", f"{message.role!r} is not one of {sorted(ROLES)}")
-    _check_parts(message)
+    if not _is_plain_part(message):
+        _check_parts(message)
     if not isinstance(message.metadata, dict):
         raise _fail("metadata", "must be an object")
     if message.metadata:
         check_object(message.metadata, "metadata", InvalidMessage)
     if not isinstance(message.created_at, datetime):
         raise _fail("created_at", "must be a datetime")
+
+
+def _is_plain_part(message: Message) -> bool:
+    """Whether `message` has exactly one well-formed text part a non-tool role may carry.
+
+    The common case, checked without the general per-part machinery; anything else takes
+    `_check_parts`, which also says what is wrong.
+    """
+    parts = message.parts
+    if type(parts) is not list or len(parts) != 1 or message.role == "tool":
+        return False
+    part = parts[0]
+    return (
+        type(part) is TextPart
+        and part.type == "text"
+        and type(part.text) is str
+        and type(part.extra) is dict
+    )
 
 
 def _check_parts(message: Message) -> None:
@@ -433,6 +452,41 @@ def part_to_dict(part: Part) -> dict[str, JSON]:
     return data
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+"""One encoder for every body: `json.dumps` with options builds a new encoder per call."""
+
+
+def plain_text(message: Message) -> str | None:
+    """Return the text of a checked message that is one bare text part, else None.
+
+    Such a message (no metadata, no unknown fields on it or its part) is fully described
+    by its role and text, so a store may keep the text alone instead of a JSON body.
+    """
+    if message.metadata or message.extra or len(message.parts) != 1:
+        return None
+    part = message.parts[0]
+    if type(part) is not TextPart or part.extra:
+        return None
+    return part.text
+
+
+def decode_plain(id: str, role: str, created_us: int, text: str, parent_id: str | None) -> Message:
+    """Rebuild a message that `plain_text` described by its text (trusted: checked on write)."""
+    part = object.__new__(TextPart)
+    part.__dict__ = {"text": text, "type": "text", "extra": {}}
+    message = object.__new__(Message)
+    message.__dict__ = {
+        "role": role,
+        "parts": [part],
+        "id": id,
+        "metadata": {},
+        "created_at": _EPOCH + timedelta(microseconds=created_us),
+        "parent_id": parent_id,
+        "extra": {},
+    }
+    return message
+
+
 def encode_body(message: Message) -> str:
     """Return the JSON stored for a message's body: parts, metadata and unknown fields.
 
@@ -444,7 +498,7 @@ def encode_body(message: Message) -> str:
     if message.metadata:
         body["metadata"] = message.metadata
     try:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return _encode(body)
     except (TypeError, ValueError) as exc:
         raise InvalidMessage(
             f"message {message.id} holds a value that is not JSON: {exc}"

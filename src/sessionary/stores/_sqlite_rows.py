@@ -1,39 +1,56 @@
-"""The SQL the SQLite engine shares between its layers, and its one error mapping."""
+"""The SQL the SQLite engine shares between its layers, its row decoding, its error mapping.
+
+A message that is one bare text part is stored with an empty `data` body and its text in
+`text` (which the search index reads anyway), so it is neither encoded as JSON on append
+nor parsed on read. Every other message keeps its JSON body in `data`; rows written
+before this layout (a JSON body for every message) read back unchanged.
+"""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
+from typing import Any
 
 from sessionary.errors import InvalidQuery, SessionaryError, StoreError, StoreUnavailable
+from sessionary.model import Message, decode_body, decode_plain
+from sessionary.stores._common import gc_paused
 
 __all__ = [
     "APPEND_AT_HEAD_SQL",
     "INSERT_SQL",
     "LINEAR_PATH_SQL",
+    "MESSAGE_COLUMNS",
     "MESSAGE_SQL",
     "PATH_SQL",
+    "decode_rows",
+    "message_from_row",
     "store_error",
 ]
 
 PATH_SQL = """
-WITH RECURSIVE path (n, parent_seq, id, role, created_us, data, parent_id) AS (
-    SELECT 1, parent_seq, id, role, created_us, data, parent_id FROM messages WHERE seq = ?
+WITH RECURSIVE path (n, parent_seq, id, role, created_us, data, parent_id, plain) AS (
+    SELECT 1, parent_seq, id, role, created_us, data, parent_id, iif(data = '', text, NULL)
+    FROM messages WHERE seq = ?
     UNION ALL
-    SELECT path.n + 1, m.parent_seq, m.id, m.role, m.created_us, m.data, m.parent_id
+    SELECT path.n + 1, m.parent_seq, m.id, m.role, m.created_us, m.data, m.parent_id,
+        iif(m.data = '', m.text, NULL)
     FROM messages AS m JOIN path ON m.seq = path.parent_seq
     WHERE path.n < ?
 )
-SELECT n, id, role, created_us, data, parent_id FROM path
+SELECT n, id, role, created_us, data, parent_id, plain FROM path
 """
-LINEAR_PATH_SQL = """
-SELECT m.id, m.role, m.created_us, m.data, m.parent_id
+MESSAGE_COLUMNS = "m.id, m.role, m.created_us, m.data, m.parent_id, iif(m.data = '', m.text, NULL)"
+"""A message row as `message_from_row` decodes it; the last column is a plain message's text."""
+LINEAR_PATH_SQL = f"""
+SELECT {MESSAGE_COLUMNS}
 FROM sessions AS s JOIN messages AS m
     ON m.session_pk = s.pk AND m.depth BETWEEN max(0, s.head_depth - ? + 1) AND s.head_depth
 WHERE s.tenant = ? AND s.user_id = ? AND s.id = ? AND s.message_count = s.head_depth + 1
 ORDER BY m.depth
 """
 """The head's path in one statement, for a session that is one chain (else no rows)."""
-MESSAGE_SQL = "SELECT m.id, m.role, m.created_us, m.data, m.parent_id FROM messages AS m "
+MESSAGE_SQL = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m "
 INSERT_SQL = (
     "INSERT INTO messages "
     "(session_pk, id, parent_seq, parent_id, depth, role, created_us, data, text) "
@@ -64,3 +81,21 @@ def store_error(path: str, exc: sqlite3.Error) -> SessionaryError:
     if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.IntegrityError):
         return StoreUnavailable(f"{path}: {exc}")
     return StoreError(f"{path}: {exc}")
+
+
+def message_from_row(row: Sequence[Any]) -> Message:
+    """Decode a row of `MESSAGE_COLUMNS`."""
+    if row[3] == "":
+        return decode_plain(row[0], row[1], row[2], row[5], row[4])
+    return decode_body(row[0], row[1], row[2], row[3], row[4])
+
+
+def decode_rows(rows: Sequence[Sequence[Any]]) -> list[Message]:
+    """Decode many rows of `MESSAGE_COLUMNS`, the collector paused."""
+    with gc_paused():
+        return [
+            decode_plain(r[0], r[1], r[2], r[5], r[4])
+            if r[3] == ""
+            else decode_body(r[0], r[1], r[2], r[3], r[4])
+            for r in rows
+        ]

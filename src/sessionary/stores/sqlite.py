@@ -40,14 +40,7 @@ from sessionary.stores._common import (
     encode_json,
     prepare_messages,
 )
-from sessionary.stores._rows import (
-    FOREVER,
-    decode_rows,
-    first,
-    message_from_row,
-    now_us,
-    stored_copy,
-)
+from sessionary.stores._rows import FOREVER, first, now_us, stored_copy
 from sessionary.stores._sqlite_documents import SQLiteDocuments
 from sessionary.stores._sqlite_index import (
     INDEX_BATCH,
@@ -61,8 +54,11 @@ from sessionary.stores._sqlite_rows import (
     APPEND_AT_HEAD_SQL,
     INSERT_SQL,
     LINEAR_PATH_SQL,
+    MESSAGE_COLUMNS,
     MESSAGE_SQL,
     PATH_SQL,
+    decode_rows,
+    message_from_row,
     store_error,
 )
 from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
@@ -86,7 +82,7 @@ class SQLiteEngine(SQLiteDocuments):
         parent: Parent,
         expected_head: Expected,
     ) -> list[Message]:
-        prepared = prepare_messages(messages, self.max_message_bytes)
+        prepared = prepare_messages(messages, self.max_message_bytes, plain=True)
         if parent is Head.HEAD and expected_head is Head.ANY and len(prepared) == 1:
             stored = self._append_at_head(scope, session_id, prepared[0])
             if stored is not None:
@@ -222,7 +218,7 @@ class SQLiteEngine(SQLiteDocuments):
     # ------------------------------------------------------------------ other writes
 
     def update_message(self, scope: Scope, session_id: str, message: Message) -> Message:
-        (item,) = prepare_messages([message], self.max_message_bytes)
+        (item,) = prepare_messages([message], self.max_message_bytes, plain=True)
         with self._write() as db:
             pk = self._session_pk(db, scope, session_id)
             row = db.execute(
@@ -417,13 +413,12 @@ class SQLiteEngine(SQLiteDocuments):
         with self._read() as db:
             pk = self._session_pk(db, scope, session_id)
             rows = db.execute(
-                "SELECT m.id, m.role, m.created_us, m.data, m.parent_id, m.depth, m.seq "
-                "FROM messages AS m "
+                f"SELECT {MESSAGE_COLUMNS}, m.depth, m.seq FROM messages AS m "
                 "WHERE m.session_pk = ? AND (m.depth, m.seq) > (?, ?) "
                 "ORDER BY m.depth, m.seq LIMIT ?",
                 (pk, depth, seq, limit),
             ).fetchall()
-        next_cursor = encode_cursor(rows[-1][5], rows[-1][6]) if len(rows) == limit else None
+        next_cursor = encode_cursor(rows[-1][6], rows[-1][7]) if len(rows) == limit else None
         return decode_rows(rows), next_cursor
 
     # ------------------------------------------------------------------ search
@@ -473,7 +468,7 @@ class SQLiteEngine(SQLiteDocuments):
         messages: Sequence[Message],
         state: State | None,
     ) -> SessionInfo:
-        prepared = prepare_messages(messages, self.max_message_bytes)
+        prepared = prepare_messages(messages, self.max_message_bytes, plain=True)
         state_text = None
         if state is not None and state.version:
             state_text = encode_json(state.data, "session state", self.max_message_bytes)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 
 from sessionary.errors import InvalidId, InvalidMessage
 from sessionary.ids import check_id, new_id
@@ -57,7 +57,7 @@ def to_micros(moment: datetime) -> int:
 
 def from_micros(micros: int) -> datetime:
     """Return the UTC datetime `micros` microseconds after the Unix epoch (exact)."""
-    return _EPOCH + timedelta(microseconds=micros)
+    return _EPOCH + timedelta(0, 0, micros)
 
 
 @dataclass
@@ -151,6 +151,17 @@ class Message:
     _KNOWN: ClassVar[frozenset[str]] = frozenset(
         {"id", "role", "parts", "metadata", "created_at", "parent_id", "content"}
     )
+
+    if not TYPE_CHECKING:  # hidden from type checkers, which would accept any attribute
+
+        def __getattr__(self, name: str) -> Any:
+            # Reached only when ordinary lookup fails: a message read by `decode_lazy`
+            # decodes its body on the first use of one of the fields it holds.
+            stored = self.__dict__.get("_stored")
+            if stored is None or name not in _DEFERRED:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            _decode_stored(self.__dict__, stored)
+            return self.__dict__[name]
 
     @classmethod
     def system(cls, text: str, **kwargs: Any) -> Message:
@@ -470,23 +481,6 @@ def plain_text(message: Message) -> str | None:
     return part.text
 
 
-def decode_plain(id: str, role: str, created_us: int, text: str, parent_id: str | None) -> Message:
-    """Rebuild a message that `plain_text` described by its text (trusted: checked on write)."""
-    part = object.__new__(TextPart)
-    part.__dict__ = {"text": text, "type": "text", "extra": {}}
-    message = object.__new__(Message)
-    message.__dict__ = {
-        "role": role,
-        "parts": [part],
-        "id": id,
-        "metadata": {},
-        "created_at": _EPOCH + timedelta(microseconds=created_us),
-        "parent_id": parent_id,
-        "extra": {},
-    }
-    return message
-
-
 def encode_body(message: Message) -> str:
     """Return the JSON stored for a message's body: parts, metadata and unknown fields.
 
@@ -538,11 +532,54 @@ def decode_body(id: str, role: str, created_us: int, body: str, parent_id: str |
         "parts": [_load_part(p) for p in data.pop("parts", ())],
         "id": id,
         "metadata": data.pop("metadata", None) or {},
-        "created_at": _EPOCH + timedelta(microseconds=created_us),
+        "created_at": _EPOCH + timedelta(0, 0, created_us),
         "parent_id": parent_id,
         "extra": data,
     }
     return message
+
+
+_DEFERRED = frozenset({"parts", "metadata", "created_at", "extra"})
+
+
+def decode_lazy(
+    id: str, role: str, created_us: int, body: str, parent_id: str | None, text: str | None
+) -> Message:
+    """Rebuild a stored message whose body is decoded on first use (trusted: checked on write).
+
+    `body` is its JSON body, or "" for a message `plain_text` described by `text`. Until
+    `parts`, `metadata`, `created_at` or `extra` is first read, the message holds only
+    its id, role, parent and the undecoded columns, so a read that only counts, filters
+    by role or passes messages on costs no decoding. Decoding keeps any field already
+    assigned.
+    """
+    message = object.__new__(Message)
+    message.__dict__ = {
+        "role": role,
+        "id": id,
+        "parent_id": parent_id,
+        "_stored": (created_us, body, text),
+    }
+    return message
+
+
+def _decode_stored(fields: dict[str, Any], stored: tuple[int, str, str | None]) -> None:
+    created_us, body, text = stored
+    if body == "":
+        part = object.__new__(TextPart)
+        part.__dict__ = {"text": text, "type": "text", "extra": {}}
+        decoded: dict[str, Any] = {"parts": [part], "metadata": {}, "extra": {}}
+    else:
+        data = _raw_decode(body)[0]
+        decoded = {
+            "parts": [_load_part(p) for p in data.pop("parts", ())],
+            "metadata": data.pop("metadata", None) or {},
+        }
+        decoded["extra"] = data
+    decoded["created_at"] = _EPOCH + timedelta(0, 0, created_us)
+    for name, value in decoded.items():
+        fields.setdefault(name, value)
+    fields.pop("_stored", None)
 
 
 def _json_text(value: JSON) -> str:

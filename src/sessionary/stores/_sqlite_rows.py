@@ -3,7 +3,8 @@
 A message that is one bare text part is stored with an empty `data` body and its text in
 `text` (which the search index reads anyway), so it is neither encoded as JSON on append
 nor parsed on read. Every other message keeps its JSON body in `data`; rows written
-before this layout (a JSON body for every message) read back unchanged.
+before this layout (a JSON body for every message) read back unchanged. Messages read
+back decode their bodies on first use (`decode_lazy`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sessionary.errors import InvalidQuery, SessionaryError, StoreError, StoreUnavailable
-from sessionary.model import Message, decode_body, decode_plain
-from sessionary.stores._common import gc_paused
+from sessionary.model import Message, decode_lazy
 
 __all__ = [
     "APPEND_AT_HEAD_SQL",
@@ -23,6 +23,7 @@ __all__ = [
     "MESSAGE_COLUMNS",
     "MESSAGE_SQL",
     "PATH_SQL",
+    "decode_chain",
     "decode_rows",
     "message_from_row",
     "store_error",
@@ -42,14 +43,20 @@ SELECT n, id, role, created_us, data, parent_id, plain FROM path
 """
 MESSAGE_COLUMNS = "m.id, m.role, m.created_us, m.data, m.parent_id, iif(m.data = '', m.text, NULL)"
 """A message row as `message_from_row` decodes it; the last column is a plain message's text."""
-LINEAR_PATH_SQL = f"""
-SELECT {MESSAGE_COLUMNS}
-FROM sessions AS s JOIN messages AS m
-    ON m.session_pk = s.pk AND m.depth BETWEEN max(0, s.head_depth - ? + 1) AND s.head_depth
-WHERE s.tenant = ? AND s.user_id = ? AND s.id = ? AND s.message_count = s.head_depth + 1
+LINEAR_PATH_SQL = """
+SELECT m.id, m.role, m.created_us, m.data, iif(m.data = '', m.text, NULL) FROM messages AS m
+WHERE m.session_pk = (
+    SELECT pk FROM sessions
+    WHERE tenant = ?1 AND user_id = ?2 AND id = ?3 AND message_count = head_depth + 1
+)
+AND m.depth BETWEEN (
+    SELECT max(0, head_depth - ?4) FROM sessions WHERE tenant = ?1 AND user_id = ?2 AND id = ?3
+) AND (SELECT head_depth FROM sessions WHERE tenant = ?1 AND user_id = ?2 AND id = ?3)
 ORDER BY m.depth
 """
-"""The head's path in one statement, for a session that is one chain (else no rows)."""
+"""The head's last `?4 + 1` messages in one statement, for a session that is one chain (else
+no rows). The rows leave out the parent: in a chain it is the message before, and the
+extra first row (when there is one) only gives the first returned message its parent."""
 MESSAGE_SQL = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m "
 INSERT_SQL = (
     "INSERT INTO messages "
@@ -84,18 +91,19 @@ def store_error(path: str, exc: sqlite3.Error) -> SessionaryError:
 
 
 def message_from_row(row: Sequence[Any]) -> Message:
-    """Decode a row of `MESSAGE_COLUMNS`."""
-    if row[3] == "":
-        return decode_plain(row[0], row[1], row[2], row[5], row[4])
-    return decode_body(row[0], row[1], row[2], row[3], row[4])
+    """Decode a row of `MESSAGE_COLUMNS` (its body on first use)."""
+    return decode_lazy(row[0], row[1], row[2], row[3], row[4], row[5])
+
+
+def decode_chain(rows: Sequence[Sequence[Any]], parent_id: str | None) -> list[Message]:
+    """Decode `LINEAR_PATH_SQL` rows: each message's parent is the one before it."""
+    out = []
+    for r in rows:
+        out.append(decode_lazy(r[0], r[1], r[2], r[3], parent_id, r[4]))
+        parent_id = r[0]
+    return out
 
 
 def decode_rows(rows: Sequence[Sequence[Any]]) -> list[Message]:
-    """Decode many rows of `MESSAGE_COLUMNS`, the collector paused."""
-    with gc_paused():
-        return [
-            decode_plain(r[0], r[1], r[2], r[5], r[4])
-            if r[3] == ""
-            else decode_body(r[0], r[1], r[2], r[3], r[4])
-            for r in rows
-        ]
+    """Decode many rows of `MESSAGE_COLUMNS` (each body on first use)."""
+    return [decode_lazy(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]

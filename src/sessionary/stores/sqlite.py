@@ -57,6 +57,7 @@ from sessionary.stores._sqlite_rows import (
     MESSAGE_COLUMNS,
     MESSAGE_SQL,
     PATH_SQL,
+    decode_chain,
     decode_rows,
     message_from_row,
     store_error,
@@ -360,12 +361,14 @@ class SQLiteEngine(SQLiteDocuments):
                 try:
                     fast = self._db.execute(
                         LINEAR_PATH_SQL,
-                        (limit or FOREVER, scope.tenant, scope.user, session_id),
+                        (scope.tenant, scope.user, session_id, limit or FOREVER),
                     ).fetchall()
                 except sqlite3.Error as exc:
                     raise store_error(self.path, exc) from exc
             if fast:
-                return decode_rows(fast)
+                if limit is not None and len(fast) > limit:
+                    return decode_chain(fast[1:], fast[0][0])
+                return decode_chain(fast, None)
         with self._read() as db:
             seq, depth, linear = self._leaf(db, scope, session_id, leaf)
             if seq is None:

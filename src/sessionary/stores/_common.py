@@ -106,6 +106,23 @@ _PLAIN_BODY = len(encode_body(Message("user", [TextPart("")]))) - len(encode_bas
 """Bytes a one-text-part body adds around its quoted text: its size is checked as if encoded."""
 
 
+def _plain_size(text: str, message_id: str, max_bytes: int) -> int:
+    """Return the size of the JSON body a bare text message would have, or a bound on it.
+
+    The exact size is only worked out when it could pass `max_bytes`: quoted, a character
+    takes at most 6 bytes (a control character escaped as six).
+
+    Raises:
+        InvalidMessage: If the text holds a lone surrogate.
+    """
+    if not text.isascii():
+        check_text(text, f"message {message_id}", InvalidMessage)
+    bound = _PLAIN_BODY + 2 + 6 * len(text)
+    if bound <= max_bytes:
+        return bound
+    return _PLAIN_BODY + len(encode_basestring(text).encode())
+
+
 def prepare_messages(
     messages: Sequence[Message], max_bytes: int, *, plain: bool = False
 ) -> list[Prepared]:
@@ -134,8 +151,7 @@ def prepare_messages(
             size = check_text(body, f"message {message.id}", InvalidMessage)
         else:
             body = ""
-            quoted = encode_basestring(text)
-            size = _PLAIN_BODY + check_text(quoted, f"message {message.id}", InvalidMessage)
+            size = _plain_size(text, message.id, max_bytes)
         if size > max_bytes:
             raise PayloadTooLarge(
                 f"message {message.id} is {size} bytes encoded; the limit is {max_bytes}"

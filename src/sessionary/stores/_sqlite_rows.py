@@ -18,6 +18,7 @@ from sessionary.model import Message, decode_lazy
 
 __all__ = [
     "APPEND_AT_HEAD_SQL",
+    "HEAD_SQL",
     "INSERT_SQL",
     "LINEAR_PATH_SQL",
     "MESSAGE_COLUMNS",
@@ -66,12 +67,12 @@ INSERT_SQL = (
 APPEND_AT_HEAD_SQL = """
 INSERT INTO messages (session_pk, id, parent_seq, parent_id, depth, role, created_us, data, text)
 SELECT pk, ?, head_seq, head_id, head_depth + 1, ?, ?, ?, ? FROM sessions
-WHERE tenant = ? AND user_id = ? AND id = ?
+WHERE tenant = ? AND user_id = ? AND id = ? AND head_id IS ?
 ON CONFLICT (session_pk, id) DO NOTHING
-RETURNING seq, session_pk, depth, parent_id
 """
-"""One message after the head, reading the head inside the insert (no rows: missing
-session or an id already stored)."""
+"""One message after the head, if the head is still the one given (no row inserted: the
+head moved, a missing session, or an id already stored)."""
+HEAD_SQL = "SELECT head_id FROM sessions WHERE tenant = ? AND user_id = ? AND id = ?"
 
 
 def store_error(path: str, exc: sqlite3.Error) -> SessionaryError:

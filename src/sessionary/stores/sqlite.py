@@ -52,6 +52,7 @@ from sessionary.stores._sqlite_index import (
 )
 from sessionary.stores._sqlite_rows import (
     APPEND_AT_HEAD_SQL,
+    HEAD_SQL,
     INSERT_SQL,
     LINEAR_PATH_SQL,
     MESSAGE_COLUMNS,
@@ -92,26 +93,32 @@ class SQLiteEngine(SQLiteDocuments):
             return self._append_chain(db, scope, session_id, prepared, parent, expected_head)
 
     def _append_at_head(self, scope: Scope, session_id: str, item: Prepared) -> Message | None:
-        """The common case as one autocommit statement; None means "take the general path".
+        """The common case in two autocommit statements; None means "take the general path".
 
-        The INSERT reads the head inside itself, under SQLite's write lock (a write
-        statement takes it before it reads, retrying through the busy handler), and the
-        `messages_move_head` trigger moves the head in the same statement.
+        It reads the head, then inserts after it only if the head is still that one: the
+        INSERT checks the head inside itself, under SQLite's write lock (a write statement
+        takes it before it reads, retrying through the busy handler), and the
+        `messages_move_head` trigger moves the head in the same statement. So the parent
+        is known without `RETURNING`, which costs SQLite more than the whole first read.
+        A head that moved in between, a duplicate id or a missing session insert nothing.
         """
         msg = item.message
-        params = (
-            msg.id, msg.role, item.created_us, item.body, item.text,
-            scope.tenant, scope.user, session_id,
-        )  # fmt: skip
+        key = (scope.tenant, scope.user, session_id)
         with self._lock:
             try:
-                rows = self._db.execute(APPEND_AT_HEAD_SQL, params).fetchall()
-                if rows and rows[0][0] % INDEX_BATCH == 0:
+                head = self._db.execute(HEAD_SQL, key).fetchone()
+                if head is None:
+                    return None
+                params = (msg.id, msg.role, item.created_us, item.body, item.text, *key, head[0])
+                cur = self._db.execute(APPEND_AT_HEAD_SQL, params)
+                if cur.rowcount != 1:
+                    return None
+                if cur.lastrowid is not None and cur.lastrowid % INDEX_BATCH == 0:
                     with self._write() as db:
                         catch_up(db)
             except sqlite3.Error as exc:
                 raise store_error(self.path, exc) from exc
-        return stored_copy(msg, rows[0][3]) if rows else None
+        return stored_copy(msg, head[0])
 
     def _append_chain(
         self,

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 
 from sessionary.errors import InvalidId, InvalidMessage
 from sessionary.ids import check_id, new_id
@@ -57,7 +57,7 @@ def to_micros(moment: datetime) -> int:
 
 def from_micros(micros: int) -> datetime:
     """Return the UTC datetime `micros` microseconds after the Unix epoch (exact)."""
-    return _EPOCH + timedelta(microseconds=micros)
+    return _EPOCH + timedelta(0, 0, micros)
 
 
 @dataclass
@@ -151,6 +151,17 @@ class Message:
     _KNOWN: ClassVar[frozenset[str]] = frozenset(
         {"id", "role", "parts", "metadata", "created_at", "parent_id", "content"}
     )
+
+    if not TYPE_CHECKING:  # hidden from type checkers, which would accept any attribute
+
+        def __getattr__(self, name: str) -> Any:
+            # Reached only when ordinary lookup fails: a message read by `decode_lazy`
+            # decodes its body on the first use of one of the fields it holds.
+            stored = self.__dict__.get("_stored")
+            if stored is None or name not in _DEFERRED:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            _decode_stored(self.__dict__, stored)
+            return self.__dict__[name]
 
     @classmethod
     def system(cls, text: str, **kwargs: Any) -> Message:
@@ -392,13 +403,32 @@ def check_message(message: Message) -> None:
         raise InvalidMessage(str(exc)) from None
     if message.role not in ROLES:
         raise _fail("role", f"{message.role!r} is not one of {sorted(ROLES)}")
-    _check_parts(message)
+    if not _is_plain_part(message):
+        _check_parts(message)
     if not isinstance(message.metadata, dict):
         raise _fail("metadata", "must be an object")
     if message.metadata:
         check_object(message.metadata, "metadata", InvalidMessage)
     if not isinstance(message.created_at, datetime):
         raise _fail("created_at", "must be a datetime")
+
+
+def _is_plain_part(message: Message) -> bool:
+    """Whether `message` has exactly one well-formed text part a non-tool role may carry.
+
+    The common case, checked without the general per-part machinery; anything else takes
+    `_check_parts`, which also says what is wrong.
+    """
+    parts = message.parts
+    if type(parts) is not list or len(parts) != 1 or message.role == "tool":
+        return False
+    part = parts[0]
+    return (
+        type(part) is TextPart
+        and part.type == "text"
+        and type(part.text) is str
+        and type(part.extra) is dict
+    )
 
 
 def _check_parts(message: Message) -> None:
@@ -433,6 +463,24 @@ def part_to_dict(part: Part) -> dict[str, JSON]:
     return data
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+"""One encoder for every body: `json.dumps` with options builds a new encoder per call."""
+
+
+def plain_text(message: Message) -> str | None:
+    """Return the text of a checked message that is one bare text part, else None.
+
+    Such a message (no metadata, no unknown fields on it or its part) is fully described
+    by its role and text, so a store may keep the text alone instead of a JSON body.
+    """
+    if message.metadata or message.extra or len(message.parts) != 1:
+        return None
+    part = message.parts[0]
+    if type(part) is not TextPart or part.extra:
+        return None
+    return part.text
+
+
 def encode_body(message: Message) -> str:
     """Return the JSON stored for a message's body: parts, metadata and unknown fields.
 
@@ -444,7 +492,7 @@ def encode_body(message: Message) -> str:
     if message.metadata:
         body["metadata"] = message.metadata
     try:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return _encode(body)
     except (TypeError, ValueError) as exc:
         raise InvalidMessage(
             f"message {message.id} holds a value that is not JSON: {exc}"
@@ -484,11 +532,54 @@ def decode_body(id: str, role: str, created_us: int, body: str, parent_id: str |
         "parts": [_load_part(p) for p in data.pop("parts", ())],
         "id": id,
         "metadata": data.pop("metadata", None) or {},
-        "created_at": _EPOCH + timedelta(microseconds=created_us),
+        "created_at": _EPOCH + timedelta(0, 0, created_us),
         "parent_id": parent_id,
         "extra": data,
     }
     return message
+
+
+_DEFERRED = frozenset({"parts", "metadata", "created_at", "extra"})
+
+
+def decode_lazy(
+    id: str, role: str, created_us: int, body: str, parent_id: str | None, text: str | None
+) -> Message:
+    """Rebuild a stored message whose body is decoded on first use (trusted: checked on write).
+
+    `body` is its JSON body, or "" for a message `plain_text` described by `text`. Until
+    `parts`, `metadata`, `created_at` or `extra` is first read, the message holds only
+    its id, role, parent and the undecoded columns, so a read that only counts, filters
+    by role or passes messages on costs no decoding. Decoding keeps any field already
+    assigned.
+    """
+    message = object.__new__(Message)
+    message.__dict__ = {
+        "role": role,
+        "id": id,
+        "parent_id": parent_id,
+        "_stored": (created_us, body, text),
+    }
+    return message
+
+
+def _decode_stored(fields: dict[str, Any], stored: tuple[int, str, str | None]) -> None:
+    created_us, body, text = stored
+    if body == "":
+        part = object.__new__(TextPart)
+        part.__dict__ = {"text": text, "type": "text", "extra": {}}
+        decoded: dict[str, Any] = {"parts": [part], "metadata": {}, "extra": {}}
+    else:
+        data = _raw_decode(body)[0]
+        decoded = {
+            "parts": [_load_part(p) for p in data.pop("parts", ())],
+            "metadata": data.pop("metadata", None) or {},
+        }
+        decoded["extra"] = data
+    decoded["created_at"] = _EPOCH + timedelta(0, 0, created_us)
+    for name, value in decoded.items():
+        fields.setdefault(name, value)
+    fields.pop("_stored", None)
 
 
 def _json_text(value: JSON) -> str:

@@ -14,6 +14,8 @@ def orphan_results(messages: Sequence[Message]) -> set[str]:
     calls: set[str] = set()
     orphans: set[str] = set()
     for message in messages:
+        if message.role == "user" or message.role == "system":
+            continue  # neither role may carry calls or results: no need to look at parts
         for call in message.tool_calls:
             calls.add(call.id)
         for result in message.tool_results:

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from json.encoder import encode_basestring
 from typing import Any
 
 from sessionary.errors import (
@@ -20,7 +21,15 @@ from sessionary.errors import (
     VersionConflict,
 )
 from sessionary.ids import check_id
-from sessionary.model import Message, check_message, encode_body, message_text, to_micros
+from sessionary.model import (
+    Message,
+    TextPart,
+    check_message,
+    encode_body,
+    message_text,
+    plain_text,
+    to_micros,
+)
 from sessionary.records import (
     Document,
     Scope,
@@ -93,8 +102,34 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def prepare_messages(messages: Sequence[Message], max_bytes: int) -> list[Prepared]:
+_PLAIN_BODY = len(encode_body(Message("user", [TextPart("")]))) - len(encode_basestring(""))
+"""Bytes a one-text-part body adds around its quoted text: its size is checked as if encoded."""
+
+
+def _plain_size(text: str, message_id: str, max_bytes: int) -> int:
+    """Return the size of the JSON body a bare text message would have, or a bound on it.
+
+    The exact size is only worked out when it could pass `max_bytes`: quoted, a character
+    takes at most 6 bytes (a control character escaped as six).
+
+    Raises:
+        InvalidMessage: If the text holds a lone surrogate.
+    """
+    if not text.isascii():
+        check_text(text, f"message {message_id}", InvalidMessage)
+    bound = _PLAIN_BODY + 2 + 6 * len(text)
+    if bound <= max_bytes:
+        return bound
+    return _PLAIN_BODY + len(encode_basestring(text).encode())
+
+
+def prepare_messages(
+    messages: Sequence[Message], max_bytes: int, *, plain: bool = False
+) -> list[Prepared]:
     """Check and encode messages before anything is written.
+
+    With `plain`, a message that is one bare text part (see `plain_text`) gets an empty
+    body: its text column says everything (the SQLite engine stores such messages so).
 
     Raises:
         InvalidMessage: If a message is malformed or two share an id.
@@ -109,15 +144,19 @@ def prepare_messages(messages: Sequence[Message], max_bytes: int) -> list[Prepar
         if message.id in seen:
             raise InvalidMessage(f"message id {message.id!r} appears twice in one append")
         seen.add(message.id)
-        body = encode_body(message)
-        size = check_text(body, f"message {message.id}", InvalidMessage)
+        text = plain_text(message) if plain else None
+        if text is None:
+            body = encode_body(message)
+            text = message_text(message)
+            size = check_text(body, f"message {message.id}", InvalidMessage)
+        else:
+            body = ""
+            size = _plain_size(text, message.id, max_bytes)
         if size > max_bytes:
             raise PayloadTooLarge(
                 f"message {message.id} is {size} bytes encoded; the limit is {max_bytes}"
             )
-        prepared.append(
-            Prepared(message, body, message_text(message), to_micros(message.created_at))
-        )
+        prepared.append(Prepared(message, body, text, to_micros(message.created_at)))
     return prepared
 
 

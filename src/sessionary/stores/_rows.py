@@ -31,6 +31,8 @@ SESSION_COLUMNS = (
     "head_id, message_count, version"
 )
 
+_SESSION_WIDTH = len(SESSION_COLUMNS.split(","))
+
 
 def now_us() -> int:
     """Return the time now in microseconds since the Unix epoch."""
@@ -84,11 +86,17 @@ def session_from_row(row: Sequence[Any]) -> SessionInfo:
 
 
 def list_sql(
-    scope: Scope, where: SessionFilter, limit: int, cursor: str | None, mark: str = "%s"
+    scope: Scope,
+    where: SessionFilter,
+    limit: int,
+    cursor: str | None,
+    mark: str = "%s",
+    order: str = "updated_us",
 ) -> tuple[str, list[Any]]:
     """The statement listing sessions, most recently active first, one row past `limit`.
 
-    `mark` is the driver's placeholder (`%s`, or `?` for sqlite3).
+    `mark` is the driver's placeholder (`%s`, or `?` for sqlite3). `order` is the column
+    that ranks activity (SQLite ranks by `active_us`, which it selects after the others).
     """
     clauses = [f"tenant = {mark}", f"user_id = {mark}"]
     params: list[Any] = [scope.tenant, scope.user]
@@ -101,19 +109,26 @@ def list_sql(
         clauses.append("end_reason IS NOT NULL" if where.ended else "end_reason IS NULL")
     if cursor is not None:
         after_us, after_id = decode_cursor(cursor, int, str)
-        clauses.append(f"(updated_us, id) < ({mark}, {mark})")
+        clauses.append(f"({order}, id) < ({mark}, {mark})")
         params.extend([after_us, after_id])
+    columns = SESSION_COLUMNS if order == "updated_us" else f"{SESSION_COLUMNS}, {order}"
     sql = (
-        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(clauses)} "
-        f"ORDER BY updated_us DESC, id DESC LIMIT {mark}"
+        f"SELECT {columns} FROM sessions WHERE {' AND '.join(clauses)} "
+        f"ORDER BY {order} DESC, id DESC LIMIT {mark}"
     )
     return sql, [*params, limit + 1]
 
 
 def session_page(rows: Sequence[Sequence[Any]], limit: int) -> Page[SessionInfo]:
-    """A page of sessions from `list_sql`'s rows (one past `limit` means there are more)."""
+    """A page of sessions from `list_sql`'s rows (one past `limit` means there are more).
+
+    The cursor holds the last row's ranking column: its extra column when `list_sql`
+    ranked by another one than `updated_us`.
+    """
     items = [session_from_row(r) for r in rows[:limit]]
     last = items[-1] if items and len(rows) > limit else None
     if last is None or last.updated_at is None:
         return Page(items, None)
-    return Page(items, encode_cursor(to_micros(last.updated_at), last.id))
+    row = rows[limit - 1]
+    rank = row[len(row) - 1] if len(row) > _SESSION_WIDTH else to_micros(last.updated_at)
+    return Page(items, encode_cursor(rank, last.id))

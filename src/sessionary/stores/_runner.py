@@ -12,7 +12,7 @@ import contextlib
 import queue
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 __all__ = ["AsyncRunner", "Runner"]
 
@@ -25,11 +25,19 @@ class AsyncRunner:
     A blocking engine (one that does file or network I/O) gets one worker thread of its
     own, fed through a queue, so calls keep their order and the event loop never blocks;
     a non-blocking engine (the in-memory one) is called inline. The hand-off is a queue
-    put and a `call_soon_threadsafe`, about half the cost of `run_in_executor`.
+    put and a `call_soon_threadsafe`, about half the cost of `run_in_executor`, yet still
+    tens of microseconds: more than a short read itself costs.
+
+    So a blocking engine may also pass its `lock` (the one every engine call holds): a
+    call bound with a `quick` predicate that holds for its arguments (a read of a few
+    rows, say) runs inline when that lock is free at once. It never waits for the lock,
+    so the event loop never waits for a write, a sync or another process's lock; when
+    the engine is busy the call takes the queue like any other.
     """
 
-    def __init__(self, blocking: bool) -> None:
+    def __init__(self, blocking: bool, lock: _Lock | None = None) -> None:
         self._queue: queue.SimpleQueue[_Job | None] | None = None
+        self._lock = lock
         if blocking:
             self._queue = queue.SimpleQueue()
             self._thread = threading.Thread(
@@ -37,11 +45,29 @@ class AsyncRunner:
             )
             self._thread.start()
 
-    def bind(self, fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
-        """Return a coroutine function that runs `fn` through this runner."""
+    def bind(
+        self, fn: Callable[..., T], quick: Callable[..., bool] | None = None
+    ) -> Callable[..., Awaitable[T]]:
+        """Return a coroutine function that runs `fn` through this runner.
 
-        async def call(*args: Any) -> T:
-            return await self.run(fn, *args)
+        `quick(*args)` says whether a call is short enough to run inline when the engine
+        is idle (only with a `lock`).
+        """
+        lock = self._lock
+        if quick is None or lock is None or self._queue is None:
+
+            async def call(*args: Any) -> T:
+                return await self.run(fn, *args)
+
+        else:
+
+            async def call(*args: Any) -> T:
+                if quick(*args) and lock.acquire(blocking=False):
+                    try:
+                        return fn(*args)
+                    finally:
+                        lock.release()
+                return await self.run(fn, *args)
 
         call.__name__ = call.__qualname__ = getattr(fn, "__name__", "call")
         return call
@@ -60,6 +86,11 @@ class AsyncRunner:
         await self.run(fn)
         if self._queue is not None:
             self._queue.put(None)
+
+
+class _Lock(Protocol):
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+    def release(self) -> None: ...
 
 
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
@@ -90,11 +121,14 @@ def _work(jobs: queue.SimpleQueue[_Job | None]) -> None:
 class Runner:
     """Runs engine calls for sync code: always inline."""
 
-    def __init__(self, blocking: bool) -> None:
-        del blocking
+    def __init__(self, blocking: bool, lock: _Lock | None = None) -> None:
+        del blocking, lock
 
-    def bind(self, fn: Callable[..., T]) -> Callable[..., T]:
+    def bind(
+        self, fn: Callable[..., T], quick: Callable[..., bool] | None = None
+    ) -> Callable[..., T]:
         """Return `fn` itself: sync code calls the engine directly."""
+        del quick
         return fn
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:

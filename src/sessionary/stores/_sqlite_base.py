@@ -63,6 +63,15 @@ class SQLiteBase:
             self._db.close()
             raise
 
+    @property
+    def inline_lock(self) -> threading.RLock:
+        """The lock every engine call holds.
+
+        An async caller may run a short read inline while it is free (see
+        `sessionary.stores._runner.AsyncRunner`).
+        """
+        return self._lock
+
     def _configure(self, durability: str) -> None:
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute(f"PRAGMA synchronous = {durability.upper()}")

@@ -103,7 +103,7 @@ class SQLiteRegistry(SQLiteBase):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
-        sql, params = list_sql(scope, where, limit, cursor, "?")
+        sql, params = list_sql(scope, where, limit, cursor, "?", "active_us")
         with self._read() as db:
             rows = db.execute(sql, params).fetchall()
         return session_page(rows, limit)

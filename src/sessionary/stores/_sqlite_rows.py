@@ -1,39 +1,64 @@
-"""The SQL the SQLite engine shares between its layers, and its one error mapping."""
+"""The SQL the SQLite engine shares between its layers, its row decoding, its error mapping.
+
+A message that is one bare text part is stored with an empty `data` body and its text in
+`text` (which the search index reads anyway), so it is neither encoded as JSON on append
+nor parsed on read. Every other message keeps its JSON body in `data`; rows written
+before this layout (a JSON body for every message) read back unchanged. Messages read
+back decode their bodies on first use (`decode_lazy`).
+"""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
+from typing import Any
 
 from sessionary.errors import InvalidQuery, SessionaryError, StoreError, StoreUnavailable
+from sessionary.model import Message, decode_lazy
 
 __all__ = [
     "APPEND_AT_HEAD_SQL",
+    "HEAD_SQL",
     "INSERT_SQL",
     "LINEAR_PATH_SQL",
+    "MESSAGE_COLUMNS",
     "MESSAGE_SQL",
     "PATH_SQL",
+    "decode_chain",
+    "decode_rows",
+    "message_from_row",
     "store_error",
 ]
 
 PATH_SQL = """
-WITH RECURSIVE path (n, parent_seq, id, role, created_us, data, parent_id) AS (
-    SELECT 1, parent_seq, id, role, created_us, data, parent_id FROM messages WHERE seq = ?
+WITH RECURSIVE path (n, parent_seq, id, role, created_us, data, parent_id, plain) AS (
+    SELECT 1, parent_seq, id, role, created_us, data, parent_id, iif(data = '', text, NULL)
+    FROM messages WHERE seq = ?
     UNION ALL
-    SELECT path.n + 1, m.parent_seq, m.id, m.role, m.created_us, m.data, m.parent_id
+    SELECT path.n + 1, m.parent_seq, m.id, m.role, m.created_us, m.data, m.parent_id,
+        iif(m.data = '', m.text, NULL)
     FROM messages AS m JOIN path ON m.seq = path.parent_seq
     WHERE path.n < ?
 )
-SELECT n, id, role, created_us, data, parent_id FROM path
+SELECT n, id, role, created_us, data, parent_id, plain FROM path
 """
+MESSAGE_COLUMNS = "m.id, m.role, m.created_us, m.data, m.parent_id, iif(m.data = '', m.text, NULL)"
+"""A message row as `message_from_row` decodes it; the last column is a plain message's text."""
 LINEAR_PATH_SQL = """
-SELECT m.id, m.role, m.created_us, m.data, m.parent_id
-FROM sessions AS s JOIN messages AS m
-    ON m.session_pk = s.pk AND m.depth BETWEEN max(0, s.head_depth - ? + 1) AND s.head_depth
-WHERE s.tenant = ? AND s.user_id = ? AND s.id = ? AND s.message_count = s.head_depth + 1
+SELECT m.id, m.role, m.created_us, m.data, iif(m.data = '', m.text, NULL) FROM messages AS m
+WHERE m.session_pk = (
+    SELECT pk FROM sessions
+    WHERE tenant = ?1 AND user_id = ?2 AND id = ?3 AND message_count = head_depth + 1
+)
+AND m.depth BETWEEN (
+    SELECT max(0, head_depth - ?4) FROM sessions WHERE tenant = ?1 AND user_id = ?2 AND id = ?3
+) AND (SELECT head_depth FROM sessions WHERE tenant = ?1 AND user_id = ?2 AND id = ?3)
 ORDER BY m.depth
 """
-"""The head's path in one statement, for a session that is one chain (else no rows)."""
-MESSAGE_SQL = "SELECT m.id, m.role, m.created_us, m.data, m.parent_id FROM messages AS m "
+"""The head's last `?4 + 1` messages in one statement, for a session that is one chain (else
+no rows). The rows leave out the parent: in a chain it is the message before, and the
+extra first row (when there is one) only gives the first returned message its parent."""
+MESSAGE_SQL = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m "
 INSERT_SQL = (
     "INSERT INTO messages "
     "(session_pk, id, parent_seq, parent_id, depth, role, created_us, data, text) "
@@ -42,12 +67,12 @@ INSERT_SQL = (
 APPEND_AT_HEAD_SQL = """
 INSERT INTO messages (session_pk, id, parent_seq, parent_id, depth, role, created_us, data, text)
 SELECT pk, ?, head_seq, head_id, head_depth + 1, ?, ?, ?, ? FROM sessions
-WHERE tenant = ? AND user_id = ? AND id = ?
+WHERE tenant = ? AND user_id = ? AND id = ? AND head_id IS ?
 ON CONFLICT (session_pk, id) DO NOTHING
-RETURNING seq, session_pk, depth, parent_id
 """
-"""One message after the head, reading the head inside the insert (no rows: missing
-session or an id already stored)."""
+"""One message after the head, if the head is still the one given (no row inserted: the
+head moved, a missing session, or an id already stored)."""
+HEAD_SQL = "SELECT head_id FROM sessions WHERE tenant = ? AND user_id = ? AND id = ?"
 
 
 def store_error(path: str, exc: sqlite3.Error) -> SessionaryError:
@@ -64,3 +89,22 @@ def store_error(path: str, exc: sqlite3.Error) -> SessionaryError:
     if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.IntegrityError):
         return StoreUnavailable(f"{path}: {exc}")
     return StoreError(f"{path}: {exc}")
+
+
+def message_from_row(row: Sequence[Any]) -> Message:
+    """Decode a row of `MESSAGE_COLUMNS` (its body on first use)."""
+    return decode_lazy(row[0], row[1], row[2], row[3], row[4], row[5])
+
+
+def decode_chain(rows: Sequence[Sequence[Any]], parent_id: str | None) -> list[Message]:
+    """Decode `LINEAR_PATH_SQL` rows: each message's parent is the one before it."""
+    out = []
+    for r in rows:
+        out.append(decode_lazy(r[0], r[1], r[2], r[3], parent_id, r[4]))
+        parent_id = r[0]
+    return out
+
+
+def decode_rows(rows: Sequence[Sequence[Any]]) -> list[Message]:
+    """Decode many rows of `MESSAGE_COLUMNS` (each body on first use)."""
+    return [decode_lazy(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]

@@ -15,6 +15,15 @@ Design notes:
 - `messages_depth (session_pk, depth)` (with the implied rowid) serves two reads: a
   message's children (same session, depth + 1, then filtered by parent), and export in
   (depth, seq) order, which puts parents first and is the same again after an import.
+- Sessions list newest activity first by `active_us`, not `updated_us`: an append moves
+  `updated_us` every time, and an index on it would be rewritten by every append (one
+  more page in every commit). `active_us` follows `updated_us` (a trigger), except while a
+  session is already first in its scope and its time only moves forward: then the order
+  cannot change, and it stays. A session's activity since its rank was set all happened
+  while it was first, before any other session's later activity, so `active_us <=
+  updated_us` and ordering by `(active_us, id)` is ordering by activity, with a cursor
+  that stays exact. Successive appends to the session in use, the common case, touch no
+  index of `sessions`.
 - `messages_fts` is an external-content FTS5 index over `messages.text`. It is filled in
   batches (see `search_progress`), not by a trigger in every append transaction.
 - `documents` holds one row per document (its owner, latest version number and text);
@@ -133,9 +142,29 @@ CREATE TRIGGER documents_drop AFTER DELETE ON documents BEGIN
 END
 """
 
+_V3 = """
+ALTER TABLE sessions ADD COLUMN active_us INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET active_us = updated_us;
+DROP INDEX sessions_activity;
+CREATE INDEX sessions_active ON sessions (tenant, user_id, active_us, id);
+CREATE TRIGGER sessions_rank_new AFTER INSERT ON sessions BEGIN
+    UPDATE sessions SET active_us = new.updated_us WHERE pk = new.pk;
+END;
+CREATE TRIGGER sessions_rank AFTER UPDATE OF updated_us ON sessions
+WHEN new.updated_us < new.active_us OR EXISTS (
+    SELECT 1 FROM sessions AS o
+    WHERE o.tenant = new.tenant AND o.user_id = new.user_id
+        AND (o.active_us, o.id) > (new.active_us, new.id)
+)
+BEGIN
+    UPDATE sessions SET active_us = new.updated_us WHERE pk = new.pk;
+END
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, messages, search index and state", _V1),
     (2, "versioned documents with a search index", _V2),
+    (3, "list order by an activity rank that appends to the newest session leave alone", _V3),
 ]
 """(version, name, SQL) in order; statements end with semicolons (triggers may hold more)."""
 

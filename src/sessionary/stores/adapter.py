@@ -7,6 +7,7 @@ the engine's own worker thread. The sync twin of this module is generated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from sessionary.stores._runner import AsyncRunner
@@ -46,6 +47,31 @@ STORE_METHODS = (
 )
 
 
+QUICK_LIMIT = 200
+"""A path read of at most this many messages counts as quick."""
+
+
+def _always(*args: Any) -> bool:
+    del args
+    return True
+
+
+def _short_path(scope: Any, session_id: str, leaf: str | None, limit: int | None) -> bool:
+    del scope, session_id, leaf
+    return isinstance(limit, int) and limit <= QUICK_LIMIT
+
+
+QUICK_READS: dict[str, Callable[..., bool]] = {
+    "get_session": _always,
+    "get_message": _always,
+    "get_path": _short_path,
+    "get_path_length": _always,
+    "get_state": _always,
+    "get_document": _always,
+}
+"""Reads of a row or a bounded path: inline when the engine is idle (see `AsyncRunner`)."""
+
+
 class AsyncEngineStore:
     """A store whose methods run a synchronous engine's methods of the same names.
 
@@ -58,9 +84,9 @@ class AsyncEngineStore:
         self.engine = engine
         self.capabilities: frozenset[str] = engine.capabilities
         self.max_message_bytes: int = engine.max_message_bytes
-        self._runner = AsyncRunner(engine.blocking)
+        self._runner = AsyncRunner(engine.blocking, getattr(engine, "inline_lock", None))
         for name in STORE_METHODS:
-            setattr(self, name, self._runner.bind(getattr(engine, name)))
+            setattr(self, name, self._runner.bind(getattr(engine, name), QUICK_READS.get(name)))
 
     async def close(self) -> None:
         """Close the engine and stop its worker."""

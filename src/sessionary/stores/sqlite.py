@@ -40,14 +40,7 @@ from sessionary.stores._common import (
     encode_json,
     prepare_messages,
 )
-from sessionary.stores._rows import (
-    FOREVER,
-    decode_rows,
-    first,
-    message_from_row,
-    now_us,
-    stored_copy,
-)
+from sessionary.stores._rows import FOREVER, first, now_us, stored_copy
 from sessionary.stores._sqlite_documents import SQLiteDocuments
 from sessionary.stores._sqlite_index import (
     INDEX_BATCH,
@@ -59,10 +52,15 @@ from sessionary.stores._sqlite_index import (
 )
 from sessionary.stores._sqlite_rows import (
     APPEND_AT_HEAD_SQL,
+    HEAD_SQL,
     INSERT_SQL,
     LINEAR_PATH_SQL,
+    MESSAGE_COLUMNS,
     MESSAGE_SQL,
     PATH_SQL,
+    decode_chain,
+    decode_rows,
+    message_from_row,
     store_error,
 )
 from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
@@ -86,7 +84,7 @@ class SQLiteEngine(SQLiteDocuments):
         parent: Parent,
         expected_head: Expected,
     ) -> list[Message]:
-        prepared = prepare_messages(messages, self.max_message_bytes)
+        prepared = prepare_messages(messages, self.max_message_bytes, plain=True)
         if parent is Head.HEAD and expected_head is Head.ANY and len(prepared) == 1:
             stored = self._append_at_head(scope, session_id, prepared[0])
             if stored is not None:
@@ -95,26 +93,32 @@ class SQLiteEngine(SQLiteDocuments):
             return self._append_chain(db, scope, session_id, prepared, parent, expected_head)
 
     def _append_at_head(self, scope: Scope, session_id: str, item: Prepared) -> Message | None:
-        """The common case as one autocommit statement; None means "take the general path".
+        """The common case in two autocommit statements; None means "take the general path".
 
-        The INSERT reads the head inside itself, under SQLite's write lock (a write
-        statement takes it before it reads, retrying through the busy handler), and the
-        `messages_move_head` trigger moves the head in the same statement.
+        It reads the head, then inserts after it only if the head is still that one: the
+        INSERT checks the head inside itself, under SQLite's write lock (a write statement
+        takes it before it reads, retrying through the busy handler), and the
+        `messages_move_head` trigger moves the head in the same statement. So the parent
+        is known without `RETURNING`, which costs SQLite more than the whole first read.
+        A head that moved in between, a duplicate id or a missing session insert nothing.
         """
         msg = item.message
-        params = (
-            msg.id, msg.role, item.created_us, item.body, item.text,
-            scope.tenant, scope.user, session_id,
-        )  # fmt: skip
+        key = (scope.tenant, scope.user, session_id)
         with self._lock:
             try:
-                rows = self._db.execute(APPEND_AT_HEAD_SQL, params).fetchall()
-                if rows and rows[0][0] % INDEX_BATCH == 0:
+                head = self._db.execute(HEAD_SQL, key).fetchone()
+                if head is None:
+                    return None
+                params = (msg.id, msg.role, item.created_us, item.body, item.text, *key, head[0])
+                cur = self._db.execute(APPEND_AT_HEAD_SQL, params)
+                if cur.rowcount != 1:
+                    return None
+                if cur.lastrowid is not None and cur.lastrowid % INDEX_BATCH == 0:
                     with self._write() as db:
                         catch_up(db)
             except sqlite3.Error as exc:
                 raise store_error(self.path, exc) from exc
-        return stored_copy(msg, rows[0][3]) if rows else None
+        return stored_copy(msg, head[0])
 
     def _append_chain(
         self,
@@ -222,7 +226,7 @@ class SQLiteEngine(SQLiteDocuments):
     # ------------------------------------------------------------------ other writes
 
     def update_message(self, scope: Scope, session_id: str, message: Message) -> Message:
-        (item,) = prepare_messages([message], self.max_message_bytes)
+        (item,) = prepare_messages([message], self.max_message_bytes, plain=True)
         with self._write() as db:
             pk = self._session_pk(db, scope, session_id)
             row = db.execute(
@@ -364,12 +368,14 @@ class SQLiteEngine(SQLiteDocuments):
                 try:
                     fast = self._db.execute(
                         LINEAR_PATH_SQL,
-                        (limit or FOREVER, scope.tenant, scope.user, session_id),
+                        (scope.tenant, scope.user, session_id, limit or FOREVER),
                     ).fetchall()
                 except sqlite3.Error as exc:
                     raise store_error(self.path, exc) from exc
             if fast:
-                return decode_rows(fast)
+                if limit is not None and len(fast) > limit:
+                    return decode_chain(fast[1:], fast[0][0])
+                return decode_chain(fast, None)
         with self._read() as db:
             seq, depth, linear = self._leaf(db, scope, session_id, leaf)
             if seq is None:
@@ -417,13 +423,12 @@ class SQLiteEngine(SQLiteDocuments):
         with self._read() as db:
             pk = self._session_pk(db, scope, session_id)
             rows = db.execute(
-                "SELECT m.id, m.role, m.created_us, m.data, m.parent_id, m.depth, m.seq "
-                "FROM messages AS m "
+                f"SELECT {MESSAGE_COLUMNS}, m.depth, m.seq FROM messages AS m "
                 "WHERE m.session_pk = ? AND (m.depth, m.seq) > (?, ?) "
                 "ORDER BY m.depth, m.seq LIMIT ?",
                 (pk, depth, seq, limit),
             ).fetchall()
-        next_cursor = encode_cursor(rows[-1][5], rows[-1][6]) if len(rows) == limit else None
+        next_cursor = encode_cursor(rows[-1][6], rows[-1][7]) if len(rows) == limit else None
         return decode_rows(rows), next_cursor
 
     # ------------------------------------------------------------------ search
@@ -473,7 +478,7 @@ class SQLiteEngine(SQLiteDocuments):
         messages: Sequence[Message],
         state: State | None,
     ) -> SessionInfo:
-        prepared = prepare_messages(messages, self.max_message_bytes)
+        prepared = prepare_messages(messages, self.max_message_bytes, plain=True)
         state_text = None
         if state is not None and state.version:
             state_text = encode_json(state.data, "session state", self.max_message_bytes)

@@ -1,0 +1,237 @@
+"""The SQLite layout that keeps appends cheap: plain text rows and the activity rank.
+
+A message that is one bare text part is stored as its text alone (an empty JSON body);
+sessions list by `active_us`, which appends to the session already first in its scope
+leave alone. Migration 3 brings a version 2 file to this layout in place.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+import sessionary
+from sessionary import Message, TextPart, ToolCallPart
+from sessionary.errors import PayloadTooLarge
+from sessionary.model import encode_body
+from sessionary.stores import _sqlite_base
+from sessionary.stores._sqlite_schema import _V3, MIGRATIONS
+
+pytestmark = pytest.mark.sqlite
+
+
+def _applied(path: Path) -> list[int]:
+    with sqlite3.connect(path) as db:
+        return [v for (v,) in db.execute("SELECT version FROM schema_migrations ORDER BY version")]
+
+
+def _columns(path: Path, table: str) -> set[str]:
+    with sqlite3.connect(path) as db:
+        return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _rows(path: Path) -> dict[str, tuple[str, str]]:
+    with sqlite3.connect(path) as db:
+        return {r[0]: (r[1], r[2]) for r in db.execute("SELECT id, data, text FROM messages")}
+
+
+def _tick() -> None:
+    time.sleep(0.003)  # SQLite's clock in the head trigger has millisecond resolution
+
+
+# ---------------------------------------------------------------- plain text rows
+
+
+def test_a_plain_message_is_stored_as_its_text_and_reads_back_equal(tmp_path: Path) -> None:
+    path = tmp_path / "plain.db"
+    with sessionary.SessionManager(f"sqlite:///{path}") as manager:
+        chat = manager.create(id="s")
+        plain = chat.append(Message.user('say "hi"\n\\ and 😀'))
+        rich = [
+            chat.append(Message.user("tagged", metadata={"k": 1})),
+            chat.append(Message("user", [TextPart("a"), TextPart("b")])),
+            chat.append(Message("user", [TextPart("x", extra={"cache": True})])),
+            chat.append(Message.assistant("calls", tool_calls=[ToolCallPart("c1", "f", {})])),
+            chat.append(Message.from_dict({"role": "user", "content": "new", "future": 1})),
+            chat.append(Message("assistant", [])),
+        ]
+        stored = _rows(path)
+        assert stored[plain.id] == ("", 'say "hi"\n\\ and 😀')
+        assert all(stored[m.id][0].startswith("{") for m in rich)
+        assert chat.history() == [plain, *rich]
+        assert [chat.get_message(m.id) for m in (plain, *rich)] == [plain, *rich]
+        assert [h.message_id for h in chat.search("hi")] == [plain.id]
+
+
+def test_an_update_moves_a_message_between_the_two_forms(tmp_path: Path) -> None:
+    path = tmp_path / "update.db"
+    with sessionary.SessionManager(f"sqlite:///{path}") as manager:
+        chat = manager.create(id="s")
+        first = chat.append(Message.user("plain words"))
+        richer = Message.user("richer words", id=first.id, metadata={"edited": True})
+        assert chat.update(richer).metadata == {"edited": True}
+        assert _rows(path)[first.id][0].startswith("{")
+        assert chat.update(Message.user("plain again", id=first.id)).text == "plain again"
+        assert _rows(path)[first.id] == ("", "plain again")
+        assert [h.message_id for h in chat.search("again")] == [first.id]
+        assert chat.search("richer") == []
+
+
+def test_a_row_written_with_a_json_body_reads_back(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.db"
+    with sessionary.SessionManager(f"sqlite:///{path}") as manager:
+        chat = manager.create(id="s")
+        newer = chat.append(Message.user("newer"))
+    legacy = Message.user("written by an older version", parent_id=newer.id)
+    with sqlite3.connect(path) as db:  # the layout every message had before version 3
+        db.execute(
+            "INSERT INTO messages (session_pk, id, parent_seq, parent_id, depth, role, "
+            "created_us, data, text) SELECT 1, ?, seq, id, 1, 'user', 1, ?, ? FROM messages",
+            (legacy.id, encode_body(legacy), legacy.text),
+        )
+        db.execute("UPDATE sessions SET head_seq = 2, head_depth = 1, message_count = 2")
+    with sessionary.SessionManager(f"sqlite:///{path}") as manager:
+        (read,) = manager.session("s").history(limit=1)
+        assert read.parts == legacy.parts and read.metadata == {} and read.extra == {}
+        assert read.parent_id == newer.id
+
+
+@pytest.mark.parametrize("text", ["", "plain", 'quotes " and \\ and\nnewlines \x01', "é😀" * 7])
+def test_a_plain_message_has_the_size_limit_of_its_json_body(tmp_path: Path, text: str) -> None:
+    message = Message.user(text)
+    size = len(encode_body(message).encode())
+    url = f"sqlite:///{tmp_path / 'limit.db'}?max_message_bytes="
+    with sessionary.SessionManager(url + str(size - 1)) as tight:
+        with pytest.raises(PayloadTooLarge):
+            tight.create(id="s").append(message)
+        assert tight.session("s").history() == []
+    with sessionary.SessionManager(url + str(size)) as enough:
+        assert enough.session("s").append(message) == message
+
+
+# ---------------------------------------------------------------- activity rank
+
+
+def _listed(manager: sessionary.SessionManager, limit: int) -> list[str]:
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = manager.list(limit=limit, cursor=cursor)
+        seen.extend(i.id for i in page)
+        times = [i.updated_at for i in page]
+        assert all(a is not None and b is not None and a >= b for a, b in itertools.pairwise(times))
+        if page.next_cursor is None:
+            return seen
+        cursor = page.next_cursor
+
+
+def test_the_list_follows_activity_while_appends_to_the_first_leave_its_rank(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rank.db"
+    rng = random.Random(7)
+    with sessionary.SessionManager(f"sqlite:///{path}") as manager:
+        touched: list[str] = []  # least recently active first
+        for step in range(60):
+            action = rng.random()
+            if action < 0.15 or not touched:
+                sid = f"s{step}"
+                manager.create(id=sid)
+            else:
+                sid = rng.choice(touched[-3:] if action < 0.7 else touched)
+                if action < 0.9:
+                    manager.session(sid).append(Message.user(f"turn {step}"))
+                else:
+                    manager.rename(sid, f"renamed {step}")
+            if sid in touched:
+                touched.remove(sid)
+            touched.append(sid)
+            _tick()
+            expected = touched[::-1]
+            assert _listed(manager, rng.choice([1, 2, 3, 100])) == expected
+        with sqlite3.connect(path) as db:
+            ranks = db.execute(
+                "SELECT active_us, updated_us FROM sessions ORDER BY active_us DESC, id DESC"
+            ).fetchall()
+        assert all(rank <= updated for rank, updated in ranks)
+        assert all(a[1] > b[1] for a, b in itertools.pairwise(ranks))
+        assert any(rank < updated for rank, updated in ranks)  # some appends left it alone
+
+
+def test_appends_to_the_first_session_leave_the_activity_index_alone(tmp_path: Path) -> None:
+    path = tmp_path / "quiet.db"
+    with sessionary.SessionManager(f"sqlite:///{path}") as manager:
+        manager.create(id="other")
+        _tick()
+        chat = manager.create(id="first")
+        _tick()
+        chat.append(Message.user("one"))
+        with sqlite3.connect(path) as db:
+            (before,) = db.execute("SELECT active_us FROM sessions WHERE id = 'first'").fetchone()
+        _tick()
+        chat.append(Message.user("two"))
+        with sqlite3.connect(path) as db:
+            after, updated = db.execute(
+                "SELECT active_us, updated_us FROM sessions WHERE id = 'first'"
+            ).fetchone()
+        assert after == before < updated
+        assert [i.id for i in manager.list()] == ["first", "other"]
+
+
+# ---------------------------------------------------------------- migration 3
+
+
+def test_a_version_2_file_is_upgraded_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v2.db"
+    with monkeypatch.context() as patch:
+        patch.setattr(_sqlite_base, "MIGRATIONS", MIGRATIONS[:2])
+        with sessionary.SessionManager(f"sqlite:///{path}") as old:
+            for sid in ("a", "b", "c"):
+                old.create(id=sid).append(Message.user(f"hello from {sid}"))
+                _tick()
+            old.session("a").append(Message.user("a again"))
+    assert _applied(path) == [1, 2]
+    assert "active_us" not in _columns(path, "sessions")
+    with sqlite3.connect(path) as db:
+        before = [r for (r,) in db.execute("SELECT id FROM sessions ORDER BY updated_us DESC")]
+    assert before == ["a", "c", "b"]
+    with sessionary.SessionManager(f"sqlite:///{path}") as new:
+        assert _applied(path) == [1, 2, 3]
+        assert [i.id for i in new.list()] == before
+        assert [m.text for m in new.session("a").history()] == ["hello from a", "a again"]
+        _tick()
+        new.session("b").append(Message.user("b moves up"))
+        assert [i.id for i in new.list(limit=1)] == ["b"]
+        assert _listed(new, 1) == ["b", "a", "c"]
+        assert {h.session_id for h in new.search("hello")} == {"a", "b", "c"}
+    with sqlite3.connect(path) as db:
+        indexes = {r for (r,) in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert "sessions_active" in indexes and "sessions_activity" not in indexes
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_failing_migration_3_leaves_the_version_2_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v2.db"
+    with monkeypatch.context() as patch:
+        patch.setattr(_sqlite_base, "MIGRATIONS", MIGRATIONS[:2])
+        with sessionary.SessionManager(f"sqlite:///{path}") as old:
+            old.create(id="kept").append(Message.user("still here"))
+    broken = (3, "broken", _V3 + ";\nSELECT * FROM no_such_table;")
+    with monkeypatch.context() as patch:
+        patch.setattr(_sqlite_base, "MIGRATIONS", [*MIGRATIONS[:2], broken])
+        with pytest.raises(sessionary.SessionaryError):
+            sessionary.SessionManager(f"sqlite:///{path}")
+    assert _applied(path) == [1, 2]
+    assert "active_us" not in _columns(path, "sessions")
+    with sessionary.SessionManager(f"sqlite:///{path}") as new:
+        assert [m.text for m in new.session("kept").history()] == ["still here"]
+        assert _applied(path) == [1, 2, 3]

@@ -51,6 +51,9 @@ log = logging.getLogger("sessionary.compaction")
 _RETRIES = 8
 
 
+_CACHED_OVERLAYS = 32
+
+
 class Compactor:
     """Applies, makes and lists the compaction overlays of one session.
 
@@ -68,6 +71,9 @@ class Compactor:
         self.scope = scope
         self.session_id = session_id
         self.policy = policy
+        # An overlay is written once under a fresh id and never changed, so a copy read
+        # here stays right for every process; the index still decides which ones apply.
+        self._overlays: dict[str, Overlay] = {}
 
     # ------------------------------------------------------------------ reading
 
@@ -96,10 +102,18 @@ class Compactor:
         return found
 
     def _overlay(self, overlay_id: str) -> Overlay | None:
+        known = self._overlays.get(overlay_id)
+        if known is not None:
+            return known
         doc = self.store.get_document(
             self.scope, "session", self.session_id, NAMESPACE, overlay_id, None
         )
-        return None if doc is None else overlay_from_body(overlay_id, doc.body)
+        if doc is None:
+            return None
+        if len(self._overlays) >= _CACHED_OVERLAYS:
+            self._overlays.clear()
+        overlay = self._overlays[overlay_id] = overlay_from_body(overlay_id, doc.body)
+        return overlay
 
     def _extend(self, leaf: str | None, suffix: list[Message], need: int) -> list[Message]:
         if need <= len(suffix):

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from sessionary._optional import require
 from sessionary.errors import BackendNotInstalled, InvalidInput
 from sessionary.model import (
     FilePart,
@@ -298,12 +299,7 @@ class TiktokenCounter(HeuristicCounter):
 
 
 def _load_encoding(name: str) -> Any:
-    try:
-        import tiktoken
-    except ImportError:
-        raise BackendNotInstalled(
-            "exact token counts need tiktoken: pip install 'sessionary[tiktoken]'"
-        ) from None
+    tiktoken = require("tiktoken", extra="tiktoken", what="exact token counting")
     path = tiktoken_cache_path(name)
     if path is None or not os.path.exists(path):
         raise BackendNotInstalled(

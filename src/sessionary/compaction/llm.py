@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from sessionary._optional import require
 from sessionary.compaction.summary import SummaryRequest, build_prompt, check_summary
-from sessionary.errors import BackendNotInstalled, SummarizerError
+from sessionary.errors import SummarizerError
 
 __all__ = ["AsyncAnthropicSummarizer", "AsyncOpenAISummarizer"]
 
@@ -50,12 +51,7 @@ class AsyncOpenAISummarizer:
         timeout: float = 60.0,
         max_retries: int = 2,
     ) -> None:
-        try:
-            import openai
-        except ImportError:
-            raise BackendNotInstalled(
-                "the OpenAI summarizer needs the openai SDK: pip install 'sessionary[openai]'"
-            ) from None
+        openai = require("openai", extra="openai", what="the OpenAI summarizer")
         self.model = model
         self._errors: tuple[type[BaseException], ...] = (openai.OpenAIError,)
         self.client = client or openai.AsyncOpenAI(
@@ -110,13 +106,7 @@ class AsyncAnthropicSummarizer:
         timeout: float = 60.0,
         max_retries: int = 2,
     ) -> None:
-        try:
-            import anthropic
-        except ImportError:
-            raise BackendNotInstalled(
-                "the Anthropic summarizer needs the anthropic SDK: "
-                "pip install 'sessionary[anthropic]'"
-            ) from None
+        anthropic = require("anthropic", extra="anthropic", what="the Anthropic summarizer")
         self.model = model
         self._errors: tuple[type[BaseException], ...] = (anthropic.AnthropicError,)
         self.client = client or anthropic.AsyncAnthropic(

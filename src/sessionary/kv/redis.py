@@ -18,7 +18,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from sessionary.errors import BackendNotInstalled, StoreError, StoreUnavailable
+from sessionary._optional import require
+from sessionary.errors import StoreError, StoreUnavailable
 from sessionary.kv.keys import check_key, check_prefix, check_value, prefix_end
 
 if TYPE_CHECKING:
@@ -72,14 +73,7 @@ return out
 
 
 def _import_redis() -> Any:
-    try:
-        import redis
-        import redis.asyncio
-    except ImportError as exc:
-        raise BackendNotInstalled(
-            "the Redis driver needs redis-py: pip install sessionary[redis]"
-        ) from exc
-    return redis
+    return require("redis", "redis.asyncio", extra="redis", what="the Redis driver")
 
 
 @contextmanager

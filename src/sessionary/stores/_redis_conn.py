@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from sessionary.errors import BackendNotInstalled, StoreError, StoreUnavailable
+from sessionary._optional import require
+from sessionary.errors import StoreError, StoreUnavailable
 from sessionary.stores._redis_lua import SCRIPTS
 
 if TYPE_CHECKING:
@@ -23,14 +24,7 @@ __all__ = ["AsyncRedisConnection", "RedisConnection", "mapped_errors"]
 
 
 def _import_redis() -> Any:
-    try:
-        import redis
-        import redis.asyncio
-    except ImportError:
-        raise BackendNotInstalled(
-            "the redis backend needs redis-py: pip install 'sessionary[redis]'"
-        ) from None
-    return redis
+    return require("redis", "redis.asyncio", extra="redis", what="the redis backend")
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessionary.errors import BackendNotInstalled
+from sessionary._optional import require
 from sessionary.stores.adapter import wrap_engine
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.sql import AsyncSQLStore
@@ -65,21 +65,14 @@ def _open_server(parsed: StoreURL) -> AsyncStore:
     limit = options.pop("max_message_bytes", None)
     sizes = {} if limit is None else {"max_message_bytes": limit}
     if parsed.scheme == "postgresql":
-        try:
-            from sessionary.stores._postgres_sql import PostgresDialect
-            from sessionary.stores.postgres import AsyncPostgresDriver
-        except ImportError as exc:
-            raise BackendNotInstalled(
-                f"the postgresql backend needs psycopg 3 ({exc}): "
-                "pip install 'sessionary[postgres]'"
-            ) from None
+        require("psycopg", "psycopg_pool", extra="postgres", what="the postgresql backend")
+        from sessionary.stores._postgres_sql import PostgresDialect
+        from sessionary.stores.postgres import AsyncPostgresDriver
+
         driver = AsyncPostgresDriver(parsed.location, **options)
         return AsyncSQLStore(driver, PostgresDialect(options.get("schema")), **sizes)
-    try:
-        from sessionary.stores._mysql_sql import MySQLDialect
-        from sessionary.stores.mysql import AsyncMySQLDriver
-    except ImportError as exc:
-        raise BackendNotInstalled(
-            f"the mysql backend needs PyMySQL and aiomysql ({exc}): pip install 'sessionary[mysql]'"
-        ) from None
+    require("pymysql", "aiomysql", extra="mysql", what="the mysql backend")
+    from sessionary.stores._mysql_sql import MySQLDialect
+    from sessionary.stores.mysql import AsyncMySQLDriver
+
     return AsyncSQLStore(AsyncMySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sessionary._optional import require
 from sessionary._sync.stores.adapter import wrap_engine
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.sql import SQLStore
-from sessionary.errors import BackendNotInstalled
 from sessionary.stores.urls import StoreURL, parse_store_url
 
 __all__ = ["open_store"]
@@ -67,21 +67,14 @@ def _open_server(parsed: StoreURL) -> Store:
     limit = options.pop("max_message_bytes", None)
     sizes = {} if limit is None else {"max_message_bytes": limit}
     if parsed.scheme == "postgresql":
-        try:
-            from sessionary.stores._postgres_sql import PostgresDialect
-            from sessionary.stores.postgres import PostgresDriver
-        except ImportError as exc:
-            raise BackendNotInstalled(
-                f"the postgresql backend needs psycopg 3 ({exc}): "
-                "pip install 'sessionary[postgres]'"
-            ) from None
+        require("psycopg", "psycopg_pool", extra="postgres", what="the postgresql backend")
+        from sessionary.stores._postgres_sql import PostgresDialect
+        from sessionary.stores.postgres import PostgresDriver
+
         driver = PostgresDriver(parsed.location, **options)
         return SQLStore(driver, PostgresDialect(options.get("schema")), **sizes)
-    try:
-        from sessionary.stores._mysql_sql import MySQLDialect
-        from sessionary.stores.mysql import MySQLDriver
-    except ImportError as exc:
-        raise BackendNotInstalled(
-            f"the mysql backend needs PyMySQL and aiomysql ({exc}): pip install 'sessionary[mysql]'"
-        ) from None
+    require("pymysql", "aiomysql", extra="mysql", what="the mysql backend")
+    from sessionary.stores._mysql_sql import MySQLDialect
+    from sessionary.stores.mysql import MySQLDriver
+
     return SQLStore(MySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)

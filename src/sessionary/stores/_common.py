@@ -26,6 +26,7 @@ from sessionary.model import (
     TextPart,
     check_message,
     encode_body,
+    from_micros,
     message_text,
     plain_text,
     to_micros,
@@ -48,6 +49,7 @@ __all__ = [
     "Prepared",
     "PreparedDocument",
     "check_document_key",
+    "check_document_ref",
     "check_document_version",
     "check_expected_version",
     "check_namespace",
@@ -366,6 +368,19 @@ class PreparedDocument:
     body_json: str
     text: str
     author: str
+
+    def stored(self, version: int, updated_us: int) -> Document:
+        """Return the document this write stored as `version` at `updated_us`."""
+        return Document(
+            self.namespace, self.key, self.body, version, self.author,
+            from_micros(updated_us), self.text,
+        )  # fmt: skip
+
+
+def check_document_ref(namespace: object, key: object) -> None:
+    """Raise `InvalidDocument` unless `namespace` and `key` can name a document."""
+    check_namespace(namespace)
+    check_document_key(key)
 
 
 def check_namespace(namespace: object) -> str:

@@ -18,7 +18,7 @@ from sessionary.query import Query
 from sessionary.records import Document, DocumentHit, Page, Scope, StateLevel
 from sessionary.stores._common import (
     PreparedDocument,
-    check_document_key,
+    check_document_ref,
     check_document_version,
     check_expected_version,
     check_limit,
@@ -121,8 +121,7 @@ class MemoryDocuments:
         key: str,
         version: int | None,
     ) -> Document | None:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         wanted = check_document_version(version)
         with self._lock:
             versions = self._versions(self._doc_owner(scope, level, session_id), namespace, key)
@@ -162,8 +161,7 @@ class MemoryDocuments:
         namespace: str,
         key: str,
     ) -> list[Document]:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         with self._lock:
             versions = self._versions(self._doc_owner(scope, level, session_id), namespace, key)
             return [row.document(namespace, key) for row in versions]
@@ -176,8 +174,7 @@ class MemoryDocuments:
         namespace: str,
         key: str,
     ) -> bool:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         with self._lock:
             docs = self._docs.get(self._doc_owner(scope, level, session_id), {})
             return bool(docs.pop((namespace, key), None))

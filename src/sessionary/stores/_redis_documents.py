@@ -21,7 +21,7 @@ from sessionary.model import from_micros, to_micros
 from sessionary.query import Query
 from sessionary.records import Document, DocumentHit, Page, Scope, StateLevel
 from sessionary.stores._common import (
-    check_document_key,
+    check_document_ref,
     check_document_version,
     check_expected_version,
     check_limit,
@@ -132,10 +132,7 @@ class AsyncRedisDocuments:
             raise VersionConflict(
                 f"document {namespace}/{key:.80} is at version {current}, not {expected}"
             )
-        return Document(
-            prepared.namespace, prepared.key, prepared.body, int(current), prepared.author,
-            from_micros(updated), prepared.text,
-        )  # fmt: skip
+        return prepared.stored(int(current), updated)
 
     async def get_document(
         self,
@@ -146,8 +143,7 @@ class AsyncRedisDocuments:
         key: str,
         version: int | None,
     ) -> Document | None:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         wanted = check_document_version(version)
         found = await self._read_documents(
             scope, level, session_id, "one", f"{namespace}\n{key}", wanted or ""
@@ -176,8 +172,7 @@ class AsyncRedisDocuments:
         namespace: str,
         key: str,
     ) -> list[Document]:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         return await self._read_documents(scope, level, session_id, "all", f"{namespace}\n{key}")
 
     async def delete_document(
@@ -188,8 +183,7 @@ class AsyncRedisDocuments:
         namespace: str,
         key: str,
     ) -> bool:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         keys, guard, _ = self._document_keys(scope, level, session_id)
         done = await self._conn.run("delete_document", keys, [f"{namespace}\n{key}", guard])
         if done == -1:

@@ -18,7 +18,7 @@ from sessionary.records import Document, DocumentHit, Page, Scope, StateLevel
 from sessionary.stores._common import (
     HIGHLIGHT,
     PreparedDocument,
-    check_document_key,
+    check_document_ref,
     check_document_version,
     check_expected_version,
     check_limit,
@@ -140,8 +140,7 @@ class SQLiteDocuments(SQLiteRegistry):
         key: str,
         version: int | None,
     ) -> Document | None:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         wanted = check_document_version(version)
         with self._read() as db:
             owner = self._doc_owner(db, scope, level, session_id)
@@ -187,8 +186,7 @@ class SQLiteDocuments(SQLiteRegistry):
         namespace: str,
         key: str,
     ) -> list[Document]:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         with self._read() as db:
             owner = self._doc_owner(db, scope, level, session_id)
             rows = db.execute(
@@ -206,8 +204,7 @@ class SQLiteDocuments(SQLiteRegistry):
         namespace: str,
         key: str,
     ) -> bool:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         with self._write() as db:
             owner = self._doc_owner(db, scope, level, session_id)
             found = self._doc_row(db, owner, namespace, key)

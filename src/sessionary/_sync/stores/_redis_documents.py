@@ -23,7 +23,7 @@ from sessionary.model import from_micros, to_micros
 from sessionary.query import Query
 from sessionary.records import Document, DocumentHit, Page, Scope, StateLevel
 from sessionary.stores._common import (
-    check_document_key,
+    check_document_ref,
     check_document_version,
     check_expected_version,
     check_limit,
@@ -134,10 +134,7 @@ class RedisDocuments:
             raise VersionConflict(
                 f"document {namespace}/{key:.80} is at version {current}, not {expected}"
             )
-        return Document(
-            prepared.namespace, prepared.key, prepared.body, int(current), prepared.author,
-            from_micros(updated), prepared.text,
-        )  # fmt: skip
+        return prepared.stored(int(current), updated)
 
     def get_document(
         self,
@@ -148,8 +145,7 @@ class RedisDocuments:
         key: str,
         version: int | None,
     ) -> Document | None:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         wanted = check_document_version(version)
         found = self._read_documents(
             scope, level, session_id, "one", f"{namespace}\n{key}", wanted or ""
@@ -178,8 +174,7 @@ class RedisDocuments:
         namespace: str,
         key: str,
     ) -> list[Document]:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         return self._read_documents(scope, level, session_id, "all", f"{namespace}\n{key}")
 
     def delete_document(
@@ -190,8 +185,7 @@ class RedisDocuments:
         namespace: str,
         key: str,
     ) -> bool:
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         keys, guard, _ = self._document_keys(scope, level, session_id)
         done = self._conn.run("delete_document", keys, [f"{namespace}\n{key}", guard])
         if done == -1:

@@ -21,12 +21,12 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from sessionary.errors import SessionNotFound, StoreError, VersionConflict
-from sessionary.model import from_micros, to_micros
+from sessionary.model import to_micros
 from sessionary.query import Query
 from sessionary.records import Document, DocumentHit, Page, Scope, StateLevel
 from sessionary.stores._common import (
     PreparedDocument,
-    check_document_key,
+    check_document_ref,
     check_document_version,
     check_expected_version,
     check_limit,
@@ -171,10 +171,7 @@ class SQLDocuments:
                     f"document {namespace}/{key:.80} is at version {current}, not {expected}"
                 )
             self._add_version(tx, pk, current, prepared, current + 1, updated)
-        return Document(
-            prepared.namespace, prepared.key, prepared.body, current + 1, prepared.author,
-            from_micros(updated), prepared.text,
-        )  # fmt: skip
+        return prepared.stored(current + 1, updated)
 
     def get_document(
         self,
@@ -186,8 +183,7 @@ class SQLDocuments:
         version: int | None,
     ) -> Document | None:
         """Return a document's latest version (or the given one), or None."""
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         wanted = check_document_version(version)
         with self._begin() as tx:
             owner = self._doc_owner(tx, scope, level, session_id)
@@ -233,8 +229,7 @@ class SQLDocuments:
         key: str,
     ) -> list[Document]:
         """Return every stored version of a document, oldest first ([] if none)."""
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         with self._begin() as tx:
             owner = self._doc_owner(tx, scope, level, session_id)
             rows = tx.fetchall(
@@ -251,8 +246,7 @@ class SQLDocuments:
         key: str,
     ) -> bool:
         """Delete a document with all its versions; return whether it existed."""
-        check_namespace(namespace)
-        check_document_key(key)
+        check_document_ref(namespace, key)
         with self._begin() as tx:
             owner = self._doc_owner(tx, scope, level, session_id, lock=True)
             row = tx.fetchone(

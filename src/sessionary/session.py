@@ -7,7 +7,7 @@ with the same method names.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessionary._context_api import AsyncContextMixin
 from sessionary.blocks import SessionConfig
@@ -38,8 +38,10 @@ from sessionary.stores._common import check_limit
 from sessionary.stores.base import AsyncStore
 from sessionary.tools import AsyncReader
 from sessionary.toolspec import ToolSpec
-from sessionary.turn import AsyncTurn, TurnPolicy
 from sessionary.window import orphan_results, pair_safe_start
+
+if TYPE_CHECKING:
+    from sessionary.turn import AsyncTurn, TurnPolicy
 
 __all__ = [
     "AsyncSession",
@@ -423,6 +425,8 @@ class AsyncSession(AsyncContextMixin):
         Raises:
             InvalidInput: If `policy` or `tools` is malformed.
         """
+        from sessionary.turn import AsyncTurn  # turn.py builds on this module
+
         return AsyncTurn(
             self,
             policy=policy,

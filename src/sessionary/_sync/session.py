@@ -9,14 +9,13 @@ with the same method names.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessionary._sync._context_api import ContextMixin
 from sessionary._sync.compaction.runtime import Compactor
 from sessionary._sync.keeper import AgentStateKeeper
 from sessionary._sync.stores.base import Store
 from sessionary._sync.tools import Reader
-from sessionary._sync.turn import Turn, TurnPolicy
 from sessionary.blocks import SessionConfig
 from sessionary.compaction.overlays import Overlay
 from sessionary.compaction.planner import check_not_synthetic
@@ -42,6 +41,9 @@ from sessionary.records import (
 from sessionary.stores._common import check_limit
 from sessionary.toolspec import ToolSpec
 from sessionary.window import orphan_results, pair_safe_start
+
+if TYPE_CHECKING:
+    from sessionary._sync.turn import Turn, TurnPolicy
 
 __all__ = [
     "Session",
@@ -415,6 +417,8 @@ class Session(ContextMixin):
         Raises:
             InvalidInput: If `policy` or `tools` is malformed.
         """
+        from sessionary._sync.turn import Turn  # turn.py builds on this module
+
         return Turn(
             self,
             policy=policy,

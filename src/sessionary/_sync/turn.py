@@ -26,14 +26,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from sessionary._sync.keeper import AgentStateKeeper
+from sessionary._sync.session import coerce_message
 from sessionary.agent_state import AgentState
-from sessionary.compaction.planner import check_not_synthetic
 from sessionary.errors import InvalidInput, InvalidMessage
 from sessionary.formats import Loss
 from sessionary.formats.anthropic import to_anthropic
 from sessionary.formats.openai_chat import to_openai_chat
 from sessionary.formats.openai_responses import to_openai_responses
-from sessionary.model import Message, parse_message
+from sessionary.model import Message
 from sessionary.records import ANY, HEAD, Expected, Parent
 from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec, export_tools
 
@@ -44,14 +44,6 @@ __all__ = ["POLICIES", "Turn", "TurnPolicy"]
 
 TurnPolicy = Literal["fail", "branch", "rebase"]
 POLICIES: tuple[TurnPolicy, ...] = ("fail", "branch", "rebase")
-
-
-def _coerce(message: Message | Mapping[str, Any]) -> Message:
-    if isinstance(message, Message):
-        return check_not_synthetic(message)
-    if isinstance(message, Mapping):
-        return check_not_synthetic(parse_message(message))
-    raise InvalidMessage(f"expected a Message or a mapping, not {type(message).__name__}")
 
 
 def _join_system(ours: str, theirs: str | list[dict[str, Any]] | None) -> Any:
@@ -174,7 +166,7 @@ class Turn:
             InvalidMessage: If the message is malformed, is a compaction summary, or has
                 an id already added in this turn.
         """
-        added = _coerce(message)
+        added = coerce_message(message)
         if any(m.id == added.id for m in self.added):
             raise InvalidMessage(f"message id {added.id!r} was already added in this turn")
         self.added.append(added)
@@ -188,7 +180,7 @@ class Turn:
         """
         if isinstance(messages, Message | Mapping | str | bytes):
             raise InvalidMessage("add_all takes an iterable of messages; use add for one")
-        batch = [_coerce(m) for m in messages]
+        batch = [coerce_message(m) for m in messages]
         ids = [m.id for m in self.added + batch]
         if len(ids) != len(set(ids)):
             raise InvalidMessage("a message id appears twice in this turn")

@@ -152,3 +152,30 @@ def test_keys_stay_under_the_namespace_and_apart_per_scope(redis_url: str, clien
 def test_bad_redis_urls_are_refused(url: str) -> None:
     with pytest.raises(InvalidURL):
         sessionary.open_store(url)
+
+
+def _bytes_sent(client: object) -> int:
+    return int(client.info("stats")["total_net_output_bytes"])  # type: ignore[attr-defined]
+
+
+def _read_cost(client: object, chat: sessionary.Session) -> int:
+    before = _bytes_sent(client)
+    assert len(chat.history(limit=20)) == 20
+    return _bytes_sent(client) - before
+
+
+def test_a_short_read_costs_what_it_returns_at_any_depth(redis_url: str, client: object) -> None:
+    # What the server sends for history(limit=20) must not grow with the session: the
+    # invariant "reads cost what they return", measured on the wire.
+    with sessionary.SessionManager(redis_url) as manager:
+        small, big = manager.create(id="small"), manager.create(id="big")
+        small.append_all([Message.user(f"message {n:05d} " + "x" * 80) for n in range(40)])
+        for start in range(0, 3000, 250):
+            batch = range(start, start + 250)
+            big.append_all([Message.user(f"message {n:05d} " + "x" * 80) for n in batch])
+        shallow, deep = _read_cost(client, small), _read_cost(client, big)
+        whole = _bytes_sent(client)
+        assert len(big.history()) == 3000
+        whole = _bytes_sent(client) - whole
+    assert deep < 2 * shallow, (shallow, deep)
+    assert deep * 20 < whole, (deep, whole)

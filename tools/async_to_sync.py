@@ -35,6 +35,8 @@ GENERATED: dict[str, str] = {
     "stores/registry.py": "_sync/stores/registry.py",
     "stores/sql.py": "_sync/stores/sql.py",
     "stores/_sql_documents.py": "_sync/stores/_sql_documents.py",
+    "stores/_sql_driver.py": "_sync/stores/_sql_driver.py",
+    "stores/_sql_state.py": "_sync/stores/_sql_state.py",
     "stores/redis.py": "_sync/stores/redis.py",
     "stores/_redis_documents.py": "_sync/stores/_redis_documents.py",
     "kv/base.py": "_sync/kv/base.py",

@@ -46,7 +46,7 @@ from sessionary.stores._rows import now_us
 from sessionary.stores._sql_common import SCOPED, Dialect
 
 if TYPE_CHECKING:
-    from sessionary.stores.sql import AsyncTransaction
+    from sessionary.stores._sql_driver import AsyncTransaction
 
 __all__ = ["AsyncSQLDocuments"]
 

@@ -18,12 +18,11 @@ allows (see each dialect), and recorded in `sessionary_migrations`.
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from sessionary.errors import (
     AlreadyExists,
@@ -46,8 +45,6 @@ from sessionary.records import (
     SessionInfo,
     SessionUpdate,
     State,
-    StateLevel,
-    check_patch,
     encode_cursor,
 )
 from sessionary.stores import _sql_common as shared
@@ -56,15 +53,11 @@ from sessionary.stores._common import (
     Prepared,
     check_label,
     check_limit,
-    check_restore,
     check_session_fields,
     check_totals,
-    empty_state,
     encode_json,
-    next_state,
     prepare_messages,
     scopes_from_rows,
-    state_owner,
 )
 from sessionary.stores._rows import (
     FOREVER,
@@ -86,69 +79,18 @@ from sessionary.stores._sql_common import (
     plan_chain,
 )
 from sessionary.stores._sql_documents import AsyncSQLDocuments
+from sessionary.stores._sql_driver import AsyncDriver, AsyncTransaction
+from sessionary.stores._sql_state import AsyncSQLState
 from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 
 __all__ = ["AsyncDriver", "AsyncSQLStore", "AsyncTransaction"]
 
 
-class AsyncTransaction(Protocol):
-    """One open transaction of a driver; statements use `%s` placeholders."""
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run a statement; return the number of rows it changed.
-
-        In a batched transaction the statement may be sent later (at the latest with the
-        commit, its errors raised there) and the result is -1.
-        """
-        ...
-
-    async def fetch_each(
-        self, statements: Sequence[tuple[str, Sequence[Any]]]
-    ) -> list[list[tuple[Any, ...]]]:
-        """Run queries in order; return each one's rows (batched: in one round trip)."""
-        ...
-
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        """Run a query; return its first row, or None."""
-        ...
-
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run a query; return its rows."""
-        ...
-
-    async def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
-        """Run an INSERT of one row; return the value of its generated column `key`."""
-        ...
-
-
-class AsyncDriver(Protocol):
-    """A connection pool to one database, mapping its exceptions onto sessionary's."""
-
-    async def start(self, setup: Callable[[AsyncTransaction], Any]) -> None:
-        """Open the pool and run `setup` (the migrations) once, before any transaction."""
-        ...
-
-    async def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """Run one statement as a transaction of its own; return its rows."""
-        ...
-
-    def transaction(self, batched: bool = False) -> AbstractAsyncContextManager[AsyncTransaction]:
-        """Return a context that commits on success and rolls back on any exception.
-
-        `batched`: the driver may send statements together, as few round trips as the
-        results read allow (see `AsyncTransaction.execute`).
-        """
-        ...
-
-    async def close(self) -> None:
-        """Close every connection."""
-        ...
-
-
-class AsyncSQLStore(AsyncSQLDocuments):
+class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
     """A store on an SQL server, through a driver and a dialect.
 
-    The document methods come from `AsyncSQLDocuments` (in `_sql_documents`).
+    The state methods come from `AsyncSQLState` (in `_sql_state`), the document methods
+    from `AsyncSQLDocuments` (in `_sql_documents`).
 
     Args:
         driver: The connection pool (e.g. `AsyncPostgresDriver`).
@@ -609,72 +551,6 @@ class AsyncSQLStore(AsyncSQLDocuments):
                 await self._session_pk(tx, scope, session_id)
             rows = await tx.fetchall(sql, params)
         return self._dialect.search_hits(rows, query, limit)
-
-    # ------------------------------------------------------------------ state
-
-    async def _state_key(
-        self, tx: AsyncTransaction, scope: Scope, level: StateLevel, session_id: str | None
-    ) -> tuple[str, str, str, str]:
-        owner = state_owner(level, session_id)
-        if level == "session":
-            await self._session_pk(tx, scope, owner)
-        return (level, scope.tenant, scope.user if level != "app" else "", owner)
-
-    async def get_state(self, scope: Scope, level: StateLevel, session_id: str | None) -> State:
-        async with self._begin() as tx:
-            key = await self._state_key(tx, scope, level, session_id)
-            row = await tx.fetchone(
-                f"SELECT data, version FROM states WHERE {shared.STATE_KEY}", key
-            )
-        return empty_state() if row is None else State(json.loads(row[0]), int(row[1]))
-
-    async def update_state(
-        self,
-        scope: Scope,
-        level: StateLevel,
-        session_id: str | None,
-        patch: dict[str, Any],
-        expected_version: int | None,
-    ) -> State:
-        patch = check_patch(patch)
-        async with self._begin() as tx:
-            key = await self._state_key(tx, scope, level, session_id)
-            # A missing document gets a version-0 row first, so there is a row to lock.
-            seed = self._dialect.insert_ignore("states", shared.STATE_COLUMNS)
-            await tx.execute(seed, (*key, "{}", 0))
-            row = await tx.fetchone(
-                f"SELECT data, version FROM states WHERE {shared.STATE_KEY} FOR UPDATE", key
-            )
-            assert row is not None
-            current = State(json.loads(row[0]), int(row[1]))
-            state, text = next_state(
-                current, patch, expected_version, f"{level} state", self.max_message_bytes
-            )
-            await tx.execute(
-                f"UPDATE states SET data = %s, version = %s WHERE {shared.STATE_KEY}",
-                (text, state.version, *key),
-            )
-        return state
-
-    async def restore_state(
-        self, scope: Scope, level: StateLevel, session_id: str | None, state: State
-    ) -> State:
-        async with self._begin() as tx:
-            key = await self._state_key(tx, scope, level, session_id)
-            seed = self._dialect.insert_ignore("states", shared.STATE_COLUMNS)
-            await tx.execute(seed, (*key, "{}", 0))
-            row = await tx.fetchone(
-                f"SELECT data, version FROM states WHERE {shared.STATE_KEY} FOR UPDATE", key
-            )
-            assert row is not None
-            if not check_restore(level, State(json.loads(row[0]), int(row[1])), state):
-                return state
-            text = encode_json(state.data, f"{level} state", self.max_message_bytes)
-            await tx.execute(
-                f"UPDATE states SET data = %s, version = %s WHERE {shared.STATE_KEY}",
-                (text, state.version, *key),
-            )
-        return State(json.loads(text), state.version)
 
     # ------------------------------------------------------------------ whole stores
 

@@ -48,7 +48,7 @@ from sessionary.stores._rows import now_us
 from sessionary.stores._sql_common import SCOPED, Dialect
 
 if TYPE_CHECKING:
-    from sessionary._sync.stores.sql import Transaction
+    from sessionary._sync.stores._sql_driver import Transaction
 
 __all__ = ["SQLDocuments"]
 

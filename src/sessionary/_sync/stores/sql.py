@@ -20,14 +20,15 @@ allows (see each dialect), and recorded in `sessionary_migrations`.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from sessionary._sync.stores._sql_documents import SQLDocuments
+from sessionary._sync.stores._sql_driver import Driver, Transaction
+from sessionary._sync.stores._sql_state import SQLState
 from sessionary._sync.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 from sessionary.errors import (
     AlreadyExists,
@@ -50,8 +51,6 @@ from sessionary.records import (
     SessionInfo,
     SessionUpdate,
     State,
-    StateLevel,
-    check_patch,
     encode_cursor,
 )
 from sessionary.stores import _sql_common as shared
@@ -60,15 +59,11 @@ from sessionary.stores._common import (
     Prepared,
     check_label,
     check_limit,
-    check_restore,
     check_session_fields,
     check_totals,
-    empty_state,
     encode_json,
-    next_state,
     prepare_messages,
     scopes_from_rows,
-    state_owner,
 )
 from sessionary.stores._rows import (
     FOREVER,
@@ -93,64 +88,11 @@ from sessionary.stores._sql_common import (
 __all__ = ["Driver", "SQLStore", "Transaction"]
 
 
-class Transaction(Protocol):
-    """One open transaction of a driver; statements use `%s` placeholders."""
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run a statement; return the number of rows it changed.
-
-        In a batched transaction the statement may be sent later (at the latest with the
-        commit, its errors raised there) and the result is -1.
-        """
-        ...
-
-    def fetch_each(
-        self, statements: Sequence[tuple[str, Sequence[Any]]]
-    ) -> list[list[tuple[Any, ...]]]:
-        """Run queries in order; return each one's rows (batched: in one round trip)."""
-        ...
-
-    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        """Run a query; return its first row, or None."""
-        ...
-
-    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run a query; return its rows."""
-        ...
-
-    def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
-        """Run an INSERT of one row; return the value of its generated column `key`."""
-        ...
-
-
-class Driver(Protocol):
-    """A connection pool to one database, mapping its exceptions onto sessionary's."""
-
-    def start(self, setup: Callable[[Transaction], Any]) -> None:
-        """Open the pool and run `setup` (the migrations) once, before any transaction."""
-        ...
-
-    def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """Run one statement as a transaction of its own; return its rows."""
-        ...
-
-    def transaction(self, batched: bool = False) -> AbstractContextManager[Transaction]:
-        """Return a context that commits on success and rolls back on any exception.
-
-        `batched`: the driver may send statements together, as few round trips as the
-        results read allow (see `Transaction.execute`).
-        """
-        ...
-
-    def close(self) -> None:
-        """Close every connection."""
-        ...
-
-
-class SQLStore(SQLDocuments):
+class SQLStore(SQLState, SQLDocuments):
     """A store on an SQL server, through a driver and a dialect.
 
-    The document methods come from `SQLDocuments` (in `_sql_documents`).
+    The state methods come from `SQLState` (in `_sql_state`), the document methods
+    from `SQLDocuments` (in `_sql_documents`).
 
     Args:
         driver: The connection pool (e.g. `PostgresDriver`).
@@ -601,70 +543,6 @@ class SQLStore(SQLDocuments):
                 self._session_pk(tx, scope, session_id)
             rows = tx.fetchall(sql, params)
         return self._dialect.search_hits(rows, query, limit)
-
-    # ------------------------------------------------------------------ state
-
-    def _state_key(
-        self, tx: Transaction, scope: Scope, level: StateLevel, session_id: str | None
-    ) -> tuple[str, str, str, str]:
-        owner = state_owner(level, session_id)
-        if level == "session":
-            self._session_pk(tx, scope, owner)
-        return (level, scope.tenant, scope.user if level != "app" else "", owner)
-
-    def get_state(self, scope: Scope, level: StateLevel, session_id: str | None) -> State:
-        with self._begin() as tx:
-            key = self._state_key(tx, scope, level, session_id)
-            row = tx.fetchone(f"SELECT data, version FROM states WHERE {shared.STATE_KEY}", key)
-        return empty_state() if row is None else State(json.loads(row[0]), int(row[1]))
-
-    def update_state(
-        self,
-        scope: Scope,
-        level: StateLevel,
-        session_id: str | None,
-        patch: dict[str, Any],
-        expected_version: int | None,
-    ) -> State:
-        patch = check_patch(patch)
-        with self._begin() as tx:
-            key = self._state_key(tx, scope, level, session_id)
-            # A missing document gets a version-0 row first, so there is a row to lock.
-            seed = self._dialect.insert_ignore("states", shared.STATE_COLUMNS)
-            tx.execute(seed, (*key, "{}", 0))
-            row = tx.fetchone(
-                f"SELECT data, version FROM states WHERE {shared.STATE_KEY} FOR UPDATE", key
-            )
-            assert row is not None
-            current = State(json.loads(row[0]), int(row[1]))
-            state, text = next_state(
-                current, patch, expected_version, f"{level} state", self.max_message_bytes
-            )
-            tx.execute(
-                f"UPDATE states SET data = %s, version = %s WHERE {shared.STATE_KEY}",
-                (text, state.version, *key),
-            )
-        return state
-
-    def restore_state(
-        self, scope: Scope, level: StateLevel, session_id: str | None, state: State
-    ) -> State:
-        with self._begin() as tx:
-            key = self._state_key(tx, scope, level, session_id)
-            seed = self._dialect.insert_ignore("states", shared.STATE_COLUMNS)
-            tx.execute(seed, (*key, "{}", 0))
-            row = tx.fetchone(
-                f"SELECT data, version FROM states WHERE {shared.STATE_KEY} FOR UPDATE", key
-            )
-            assert row is not None
-            if not check_restore(level, State(json.loads(row[0]), int(row[1])), state):
-                return state
-            text = encode_json(state.data, f"{level} state", self.max_message_bytes)
-            tx.execute(
-                f"UPDATE states SET data = %s, version = %s WHERE {shared.STATE_KEY}",
-                (text, state.version, *key),
-            )
-        return State(json.loads(text), state.version)
 
     # ------------------------------------------------------------------ whole stores
 

@@ -1,0 +1,110 @@
+"""State on the SQL servers: the state methods of `AsyncSQLStore`, written once.
+
+The sync twin is generated from this module (see `tools/async_to_sync.py`).
+
+A state document is one row of `states`, keyed by level, tenant, user and owner. A write
+seeds a version-0 row if none exists, then locks it (`SELECT ... FOR UPDATE`), so writers on
+any connection, process or machine queue on it and no version is lost or given twice.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
+
+from sessionary.records import Scope, State, StateLevel, check_patch
+from sessionary.stores import _sql_common as shared
+from sessionary.stores._common import (
+    check_restore,
+    empty_state,
+    encode_json,
+    next_state,
+    state_owner,
+)
+from sessionary.stores._sql_common import Dialect
+
+if TYPE_CHECKING:
+    from sessionary.stores._sql_driver import AsyncTransaction
+
+__all__ = ["AsyncSQLState"]
+
+_KeyTuple = tuple[str, str, str, str]
+
+
+class AsyncSQLState:
+    """The state methods of `AsyncSQLStore`, which provides the transactions."""
+
+    max_message_bytes: int
+    _dialect: Dialect
+
+    def _begin(self) -> AbstractAsyncContextManager[AsyncTransaction]:
+        """One transaction (the store's own); the store overrides it."""
+        raise NotImplementedError
+
+    async def _session_pk(self, tx: AsyncTransaction, scope: Scope, session_id: str) -> int:
+        """The session's key; the store overrides it (and raises if there is none)."""
+        raise NotImplementedError
+
+    async def _state_key(
+        self, tx: AsyncTransaction, scope: Scope, level: StateLevel, session_id: str | None
+    ) -> _KeyTuple:
+        owner = state_owner(level, session_id)
+        if level == "session":
+            await self._session_pk(tx, scope, owner)
+        return (level, scope.tenant, scope.user if level != "app" else "", owner)
+
+    async def _lock_state(self, tx: AsyncTransaction, key: _KeyTuple) -> State:
+        """Lock a state's row, made at version 0 if missing; return what it holds."""
+        seed = self._dialect.insert_ignore("states", shared.STATE_COLUMNS)
+        await tx.execute(seed, (*key, "{}", 0))
+        row = await tx.fetchone(
+            f"SELECT data, version FROM states WHERE {shared.STATE_KEY} FOR UPDATE", key
+        )
+        assert row is not None
+        return State(json.loads(row[0]), int(row[1]))
+
+    async def _write_state(
+        self, tx: AsyncTransaction, key: _KeyTuple, text: str, version: int
+    ) -> None:
+        await tx.execute(
+            f"UPDATE states SET data = %s, version = %s WHERE {shared.STATE_KEY}",
+            (text, version, *key),
+        )
+
+    async def get_state(self, scope: Scope, level: StateLevel, session_id: str | None) -> State:
+        async with self._begin() as tx:
+            key = await self._state_key(tx, scope, level, session_id)
+            row = await tx.fetchone(
+                f"SELECT data, version FROM states WHERE {shared.STATE_KEY}", key
+            )
+        return empty_state() if row is None else State(json.loads(row[0]), int(row[1]))
+
+    async def update_state(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        patch: dict[str, Any],
+        expected_version: int | None,
+    ) -> State:
+        patch = check_patch(patch)
+        async with self._begin() as tx:
+            key = await self._state_key(tx, scope, level, session_id)
+            current = await self._lock_state(tx, key)
+            state, text = next_state(
+                current, patch, expected_version, f"{level} state", self.max_message_bytes
+            )
+            await self._write_state(tx, key, text, state.version)
+        return state
+
+    async def restore_state(
+        self, scope: Scope, level: StateLevel, session_id: str | None, state: State
+    ) -> State:
+        async with self._begin() as tx:
+            key = await self._state_key(tx, scope, level, session_id)
+            if not check_restore(level, await self._lock_state(tx, key), state):
+                return state
+            text = encode_json(state.data, f"{level} state", self.max_message_bytes)
+            await self._write_state(tx, key, text, state.version)
+        return State(json.loads(text), state.version)

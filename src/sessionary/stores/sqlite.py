@@ -3,9 +3,10 @@
 This module holds messages: appends, the tree, reads and search. The engine is built in
 four layers: `_sqlite_base` (the connection, durability, migrations, transactions),
 `_sqlite_registry` (session rows and state documents), `_sqlite_documents` (versioned
-documents), and this one. An append reads the head it builds on inside its `BEGIN
-IMMEDIATE` transaction, so appends from any number of threads and processes never
-interleave or build on a stale head.
+documents), and this one. An append checks the head it builds on under SQLite's write
+lock (inside its `BEGIN IMMEDIATE` transaction, or inside the one `INSERT` of the common
+case), so appends from any number of threads and processes never interleave or build on a
+stale head.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ class SQLiteEngine(SQLiteDocuments):
             max_message_bytes=max_message_bytes,
         )
         # The heads this engine last committed, by (tenant, user, session id): a hint that
-        # saves a read per append, checked inside every transaction that relies on it.
+        # saves a read per append, checked by the statement that relies on it.
         self._heads: dict[tuple[str, str, str], _HeadState] = {}
 
     # ------------------------------------------------------------------ appends

@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from _old_sqlite import OldFile
 
 import sessionary
 from sessionary import Message, TextPart, ToolCallPart
 from sessionary.errors import PayloadTooLarge
-from sessionary.model import encode_body
+from sessionary.model import encode_body, from_micros
 from sessionary.stores import _sqlite_base
 from sessionary.stores._sqlite_schema import _V3, MIGRATIONS
 
@@ -186,24 +187,22 @@ def test_appends_to_the_first_session_leave_the_activity_index_alone(tmp_path: P
 # ---------------------------------------------------------------- migration 3
 
 
-def test_a_version_2_file_is_upgraded_in_place(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_version_2_file_is_upgraded_in_place(tmp_path: Path) -> None:
     path = tmp_path / "v2.db"
-    with monkeypatch.context() as patch:
-        patch.setattr(_sqlite_base, "MIGRATIONS", MIGRATIONS[:2])
-        with sessionary.SessionManager(f"sqlite:///{path}") as old:
-            for sid in ("a", "b", "c"):
-                old.create(id=sid).append(Message.user(f"hello from {sid}"))
-                _tick()
-            old.session("a").append(Message.user("a again"))
+    old = OldFile(path, 2)
+    for sid in ("a", "b", "c"):
+        old.create(sid)
+        old.append(sid, Message.user(f"hello from {sid}"))
+        _tick()
+    old.append("a", Message.user("a again"))
+    old.close()
     assert _applied(path) == [1, 2]
     assert "active_us" not in _columns(path, "sessions")
     with sqlite3.connect(path) as db:
         before = [r for (r,) in db.execute("SELECT id FROM sessions ORDER BY updated_us DESC")]
     assert before == ["a", "c", "b"]
     with sessionary.SessionManager(f"sqlite:///{path}") as new:
-        assert _applied(path) == [1, 2, 3]
+        assert _applied(path) == [v for v, _, _ in MIGRATIONS]
         assert [i.id for i in new.list()] == before
         assert [m.text for m in new.session("a").history()] == ["hello from a", "a again"]
         _tick()
@@ -221,10 +220,10 @@ def test_a_failing_migration_3_leaves_the_version_2_file_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "v2.db"
-    with monkeypatch.context() as patch:
-        patch.setattr(_sqlite_base, "MIGRATIONS", MIGRATIONS[:2])
-        with sessionary.SessionManager(f"sqlite:///{path}") as old:
-            old.create(id="kept").append(Message.user("still here"))
+    old = OldFile(path, 2)
+    old.create("kept")
+    old.append("kept", Message.user("still here"))
+    old.close()
     broken = (3, "broken", _V3 + ";\nSELECT * FROM no_such_table;")
     with monkeypatch.context() as patch:
         patch.setattr(_sqlite_base, "MIGRATIONS", [*MIGRATIONS[:2], broken])
@@ -234,4 +233,127 @@ def test_a_failing_migration_3_leaves_the_version_2_file_as_it_was(
     assert "active_us" not in _columns(path, "sessions")
     with sessionary.SessionManager(f"sqlite:///{path}") as new:
         assert [m.text for m in new.session("kept").history()] == ["still here"]
-        assert _applied(path) == [1, 2, 3]
+        assert _applied(path) == [v for v, _, _ in MIGRATIONS]
+
+
+# ---------------------------------------------------------------- migration 4: a head that follows
+
+
+def _session_row(path: Path, sid: str) -> tuple[int, int, str | None, int, int]:
+    """The stored (head_seq, head_follows, head_id, message_count, updated_us) of a session."""
+    with sqlite3.connect(path) as db:
+        row = db.execute(
+            "SELECT head_seq, head_follows, head_id, message_count, updated_us FROM sessions "
+            "WHERE id = ?",
+            (sid,),
+        ).fetchone()
+    return tuple(row)  # type: ignore[return-value]
+
+
+def test_appends_after_a_following_head_leave_the_session_row_alone(tmp_path: Path) -> None:
+    path = tmp_path / "follow.db"
+    with sessionary.SessionManager(f"sqlite:///{path}") as manager:
+        chat = manager.create(id="s")
+        first = chat.append(Message.user("one"))
+        stored = _session_row(path, "s")
+        assert stored[:3] == (1, 1, first.id)
+        _tick()
+        later = [chat.append(Message.user(f"turn {n}")) for n in range(5)]
+        assert _session_row(path, "s") == stored  # five appends, no write to the row
+        info = manager.get("s")
+        assert info is not None and (info.head_id, info.message_count) == (later[-1].id, 6)
+        assert info.updated_at is not None and info.updated_at > from_micros(stored[4])
+        assert [i.updated_at for i in manager.list()] == [info.updated_at]
+        assert chat.history() == [first, *later]
+        assert [m.parent_id for m in later] == [first.id] + [m.id for m in later[:-1]]
+
+
+def test_a_head_moved_back_is_stored_until_it_is_the_newest_again(tmp_path: Path) -> None:
+    path = tmp_path / "branch.db"
+    with sessionary.SessionManager(f"sqlite:///{path}") as manager:
+        chat = manager.create(id="s")
+        a, b, c = (chat.append(Message.user(t)) for t in "abc")
+        chat.checkout(a.id)
+        assert _session_row(path, "s")[:3] == (1, 0, a.id)
+        d = chat.append(Message.user("d"))  # a branch beside b: not the deepest message
+        assert _session_row(path, "s")[1:4] == (0, d.id, 4)
+        e = chat.append(Message.user("e"))  # as deep as c and newer: the head follows again
+        assert _session_row(path, "s")[1:4] == (1, e.id, 5)
+        f = chat.append(Message.user("f"))
+        assert _session_row(path, "s")[2:4] == (e.id, 5)
+        info = manager.get("s")
+        assert info is not None and (info.head_id, info.message_count) == (f.id, 6)
+        assert [m.id for m in chat.history()] == [a.id, d.id, e.id, f.id]
+        assert {m.id for m in chat.branches(a.id)} == {b.id, d.id}
+        chat.delete(e.id)
+        assert (manager.get("s").head_id, manager.get("s").message_count) == (d.id, 4)  # type: ignore[union-attr]
+        assert [m.id for m in chat.history()] == [a.id, d.id]
+        assert _session_row(path, "s")[1] == 0  # c, deeper than d, is elsewhere
+        assert chat.append(Message.user("g")).parent_id == d.id
+    assert c.parent_id == b.id
+
+
+def test_another_writer_moving_the_head_is_seen_by_the_next_append(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'two.db'}"
+    with sessionary.SessionManager(url) as one, sessionary.SessionManager(url) as two:
+        chat = one.create(id="s")
+        a = chat.append(Message.user("a"))
+        b = chat.append(Message.user("b"))  # `one` now builds on b without reading
+        two.session("s").checkout(a.id)
+        c = chat.append(Message.user("c"))
+        assert c.parent_id == a.id
+        d = two.session("s").append(Message.user("d"))
+        e = chat.append(Message.user("e"))
+        assert (d.parent_id, e.parent_id) == (c.id, d.id)
+        assert [m.id for m in chat.history()] == [a.id, c.id, d.id, e.id]
+        assert one.get("s").message_count == 5  # type: ignore[union-attr]
+        two.session("s").clear()
+        assert chat.append(Message.user("f")).parent_id is None
+    assert b.parent_id == a.id
+
+
+def test_a_version_3_file_is_upgraded_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    old = OldFile(path, 3)
+    old.create("linear")
+    texts = [f"linear {n}" for n in range(4)]
+    for text in texts:
+        old.append("linear", Message.user(text))
+    old.create("branched")
+    root = Message.user("root")
+    old.append("branched", root)
+    old.append("branched", Message.user("left"))
+    old.append("branched", Message.user("right"), parent_id=root.id)
+    old.append("branched", Message.assistant("deeper"), parent_id=root.id)
+    old.set_head("branched", root.id)
+    old.close()
+    with sqlite3.connect(path) as db:
+        before = {
+            row[0]: row[1:]
+            for row in db.execute("SELECT id, head_id, message_count, updated_us FROM sessions")
+        }
+    with sessionary.SessionManager(f"sqlite:///{path}") as new:
+        assert _applied(path) == [v for v, _, _ in MIGRATIONS]
+        assert _session_row(path, "linear")[1] == 1 and _session_row(path, "branched")[1] == 0
+        for sid in ("linear", "branched"):
+            info = new.get(sid)
+            assert info is not None
+            head_id, count, updated_us = before[sid]
+            assert (info.head_id, info.message_count) == (head_id, count)
+            assert info.updated_at == from_micros(updated_us)
+        assert [m.text for m in new.session("linear").history()] == texts
+        assert [m.text for m in new.session("branched").history()] == ["root"]
+        _tick()
+        added = new.session("linear").append(Message.user("after the upgrade"))
+        assert _session_row(path, "linear")[1:4] == (1, added.id, 5)
+        more = new.session("linear").append(Message.user("and again"))
+        assert new.get("linear").message_count == 6  # type: ignore[union-attr]
+        assert new.session("linear").history()[-2:] == [added, more]
+        assert new.session("branched").append(Message.user("new")).parent_id == root.id
+        assert new.get("branched").message_count == 5  # type: ignore[union-attr]
+        assert [i.id for i in new.list()] == ["branched", "linear"]
+        assert {h.session_id for h in new.search("linear")} == {"linear"}
+    with sqlite3.connect(path) as db:
+        triggers = {r for (r,) in db.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+        assert "messages_move_head" not in triggers
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

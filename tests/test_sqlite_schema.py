@@ -6,11 +6,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from _old_sqlite import OldFile
 
 import sessionary
 from sessionary import Message
 from sessionary.query import parse_query
-from sessionary.stores import _sqlite_base
 from sessionary.stores._sqlite_schema import MIGRATIONS
 
 pytestmark = pytest.mark.sqlite
@@ -21,15 +21,13 @@ def _applied(path: Path) -> list[tuple[int, str]]:
         return db.execute("SELECT version, name FROM schema_migrations ORDER BY version").fetchall()
 
 
-def test_a_version_1_file_is_upgraded_in_place(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_version_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    with monkeypatch.context() as patch:
-        patch.setattr(_sqlite_base, "MIGRATIONS", MIGRATIONS[:1])
-        with sessionary.SessionManager(f"sqlite:///{path}") as old:
-            old.create(id="kept").append(Message.user("written before the upgrade"))
-            old.update_state({"n": 1})
+    old = OldFile(path, 1)
+    old.create("kept")
+    old.append("kept", Message.user("written before the upgrade"))
+    old.put_user_state('{"n": 1}')
+    old.close()
     assert _applied(path) == [(1, MIGRATIONS[0][1])]
     with sessionary.SessionManager(f"sqlite:///{path}") as new:
         assert [m.text for m in new.session("kept").history()] == ["written before the upgrade"]

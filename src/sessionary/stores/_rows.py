@@ -92,11 +92,13 @@ def list_sql(
     cursor: str | None,
     mark: str = "%s",
     order: str = "updated_us",
+    table: str = "sessions",
 ) -> tuple[str, list[Any]]:
     """The statement listing sessions, most recently active first, one row past `limit`.
 
     `mark` is the driver's placeholder (`%s`, or `?` for sqlite3). `order` is the column
     that ranks activity (SQLite ranks by `active_us`, which it selects after the others).
+    `table` is where the rows come from (SQLite reads its `sessions_now` view).
     """
     clauses = [f"tenant = {mark}", f"user_id = {mark}"]
     params: list[Any] = [scope.tenant, scope.user]
@@ -113,7 +115,7 @@ def list_sql(
         params.extend([after_us, after_id])
     columns = SESSION_COLUMNS if order == "updated_us" else f"{SESSION_COLUMNS}, {order}"
     sql = (
-        f"SELECT {columns} FROM sessions WHERE {' AND '.join(clauses)} "
+        f"SELECT {columns} FROM {table} WHERE {' AND '.join(clauses)} "
         f"ORDER BY {order} DESC, id DESC LIMIT {mark}"
     )
     return sql, [*params, limit + 1]

@@ -48,7 +48,9 @@ class SQLiteRegistry(SQLiteBase):
     """Sessions' registry rows and the session, user and app state documents."""
 
     def _session_info(self, db: sqlite3.Connection, pk: int) -> SessionInfo:
-        row = db.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE pk = ?", (pk,)).fetchone()
+        row = db.execute(
+            f"SELECT {SESSION_COLUMNS} FROM sessions_now WHERE pk = ?", (pk,)
+        ).fetchone()
         return session_from_row(row)
 
     def _insert_session(self, db: sqlite3.Connection, scope: Scope, info: SessionInfo) -> int:
@@ -93,7 +95,7 @@ class SQLiteRegistry(SQLiteBase):
     def get_session(self, scope: Scope, session_id: str) -> SessionInfo | None:
         with self._read() as db:
             row = db.execute(
-                f"SELECT {SESSION_COLUMNS} FROM sessions "
+                f"SELECT {SESSION_COLUMNS} FROM sessions_now "
                 "WHERE tenant = ? AND user_id = ? AND id = ?",
                 (scope.tenant, scope.user, session_id),
             ).fetchone()
@@ -103,7 +105,7 @@ class SQLiteRegistry(SQLiteBase):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
-        sql, params = list_sql(scope, where, limit, cursor, "?", "active_us")
+        sql, params = list_sql(scope, where, limit, cursor, "?", "active_us", "sessions_now")
         with self._read() as db:
             rows = db.execute(sql, params).fetchall()
         return session_page(rows, limit)

@@ -17,13 +17,14 @@ from sessionary.errors import InvalidQuery, SessionaryError, StoreError, StoreUn
 from sessionary.model import Message, decode_lazy
 
 __all__ = [
-    "APPEND_AT_HEAD_SQL",
-    "HEAD_SQL",
+    "FOLLOW_SQL",
     "INSERT_SQL",
     "LINEAR_PATH_SQL",
     "MESSAGE_COLUMNS",
     "MESSAGE_SQL",
     "PATH_SQL",
+    "PLACE_HEAD_SQL",
+    "STATE_SQL",
     "decode_chain",
     "decode_rows",
     "message_from_row",
@@ -47,12 +48,13 @@ MESSAGE_COLUMNS = "m.id, m.role, m.created_us, m.data, m.parent_id, iif(m.data =
 LINEAR_PATH_SQL = """
 SELECT m.id, m.role, m.created_us, m.data, iif(m.data = '', m.text, NULL) FROM messages AS m
 WHERE m.session_pk = (
-    SELECT pk FROM sessions
+    SELECT pk FROM sessions_now
     WHERE tenant = ?1 AND user_id = ?2 AND id = ?3 AND message_count = head_depth + 1
 )
 AND m.depth BETWEEN (
-    SELECT max(0, head_depth - ?4) FROM sessions WHERE tenant = ?1 AND user_id = ?2 AND id = ?3
-) AND (SELECT head_depth FROM sessions WHERE tenant = ?1 AND user_id = ?2 AND id = ?3)
+    SELECT max(0, head_depth - ?4) FROM sessions_now
+    WHERE tenant = ?1 AND user_id = ?2 AND id = ?3
+) AND (SELECT head_depth FROM sessions_now WHERE tenant = ?1 AND user_id = ?2 AND id = ?3)
 ORDER BY m.depth
 """
 """The head's last `?4 + 1` messages in one statement, for a session that is one chain (else
@@ -60,19 +62,52 @@ no rows). The rows leave out the parent: in a chain it is the message before, an
 extra first row (when there is one) only gives the first returned message its parent."""
 MESSAGE_SQL = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m "
 INSERT_SQL = (
-    "INSERT INTO messages "
-    "(session_pk, id, parent_seq, parent_id, depth, role, created_us, data, text) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_pk, id) DO NOTHING"
+    "INSERT INTO messages (session_pk, id, parent_seq, parent_id, depth, role, created_us, "
+    "data, text, stored_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (session_pk, id) DO NOTHING"
 )
-APPEND_AT_HEAD_SQL = """
-INSERT INTO messages (session_pk, id, parent_seq, parent_id, depth, role, created_us, data, text)
-SELECT pk, ?, head_seq, head_id, head_depth + 1, ?, ?, ?, ? FROM sessions
-WHERE tenant = ? AND user_id = ? AND id = ? AND head_id IS ?
+NEWEST = (
+    "(SELECT m.seq FROM messages AS m WHERE m.session_pk = {pk} "
+    "ORDER BY m.depth DESC, m.seq DESC LIMIT 1)"
+)
+"""The seq of a session's deepest message, the newest of those: its end of `messages_depth`."""
+STATE_SQL = """
+SELECT n.pk, n.head_seq, n.head_depth, n.head_id, n.message_count, n.updated_us,
+    n.head_follows AND NOT EXISTS (
+        SELECT 1 FROM sessions AS o WHERE o.tenant = n.tenant AND o.user_id = n.user_id
+            AND (o.active_us, o.id) > (n.active_us, n.id)
+    )
+FROM sessions_now AS n WHERE n.tenant = ? AND n.user_id = ? AND n.id = ?
+"""
+"""A session's pk, head (seq, depth, id), message count and time, and whether the next
+append after its head may take `FOLLOW_SQL` (its head follows, and it is first in its scope)."""
+FOLLOW_SQL = """
+INSERT INTO messages (session_pk, id, parent_seq, parent_id, depth, role, created_us, data, text,
+    stored_us)
+SELECT s.pk, ?1, ?2, ?3, ?4 + 1, ?5, ?6, ?7, ?8, ?9 FROM sessions AS s
+WHERE s.pk = ?10 AND s.tenant = ?11 AND s.user_id = ?12 AND s.id = ?13
+    AND s.head_follows AND ?9 >= s.active_us
+    AND (
+        SELECT m.seq, m.depth, m.id FROM messages AS m WHERE m.session_pk = ?10
+        ORDER BY m.depth DESC, m.seq DESC LIMIT 1
+    ) IS (?2, ?4, ?3)
+    AND NOT EXISTS (
+        SELECT 1 FROM sessions AS o WHERE o.tenant = s.tenant AND o.user_id = s.user_id
+            AND (o.active_us, o.id) > (s.active_us, s.id)
+    )
 ON CONFLICT (session_pk, id) DO NOTHING
 """
-"""One message after the head, if the head is still the one given (no row inserted: the
-head moved, a missing session, or an id already stored)."""
-HEAD_SQL = "SELECT head_id FROM sessions WHERE tenant = ? AND user_id = ? AND id = ?"
+"""One message after the head, written in one statement that touches no session row: only
+if the session's head follows its newest message, that message is still the one given
+(seq, depth, id), the session is first in its scope (so its rank cannot change) and the
+clock has not gone back past its rank. Else (or for an id already stored) no row."""
+PLACE_HEAD_SQL = f"""
+UPDATE sessions SET head_seq = ?1, head_depth = ?2, head_id = ?3, message_count = ?4,
+    updated_us = ?5, head_follows = ?1 IS {NEWEST.format(pk="?6")}
+WHERE pk = ?6
+"""
+"""Write a session's head, count and time as they now are; its head follows new appends
+from now on if it is the session's newest message (or the session has none)."""
 
 
 def store_error(path: str, exc: sqlite3.Error) -> SessionaryError:

@@ -9,12 +9,21 @@ Design notes:
 - A message points at its parent by `parent_seq` and knows its `depth`, so a path is a
   walk of rowid lookups that stops after `limit` steps, and its length is one lookup.
   It also keeps its parent's id, so reads never join a message to its parent.
-- A session row caches its head (`head_seq`, `head_depth`, `head_id`) and
-  `message_count`; a trigger moves the head to every inserted message, so an append is
-  one statement and the head can never disagree with the messages.
-- `messages_depth (session_pk, depth)` (with the implied rowid) serves two reads: a
-  message's children (same session, depth + 1, then filtered by parent), and export in
-  (depth, seq) order, which puts parents first and is the same again after an import.
+- A session row holds its head (`head_seq`, `head_depth`, `head_id`), `message_count`
+  and `updated_us` as of its last write. While `head_follows` is set, the head is instead
+  the session's newest deepest message (the end of `messages_depth`), and the messages
+  past the stored head, all appended one after another at the head, add to the count and
+  bring their `stored_us` time. `sessions_now` is the view that works this out; every
+  read of a head, a count or a session's time goes through it. So the common append (one
+  message after a head that follows, to the session first in its scope) is one `INSERT`
+  that writes no session row: one b-tree page fewer in every commit, and no trigger
+  (running one costs SQLite more than a statement). Every other write that moves a head
+  stores it, with the count and time, and sets `head_follows` again when the head is
+  the newest message. Up to version 3 a trigger moved the head in every insert.
+- `messages_depth (session_pk, depth)` (with the implied rowid) serves three reads: a
+  message's children (same session, depth + 1, then filtered by parent), export in
+  (depth, seq) order, which puts parents first and is the same again after an import,
+  and a session's newest deepest message (its last entry), where a following head is.
 - Sessions list newest activity first by `active_us`, not `updated_us`: an append moves
   `updated_us` every time, and an index on it would be rewritten by every append (one
   more page in every commit). `active_us` follows `updated_us` (a trigger), except while a
@@ -161,10 +170,33 @@ BEGIN
 END
 """
 
+_V4 = """
+DROP TRIGGER messages_move_head;
+ALTER TABLE messages ADD COLUMN stored_us INTEGER;
+ALTER TABLE sessions ADD COLUMN head_follows INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET head_follows = head_seq IS (
+    SELECT m.seq FROM messages AS m WHERE m.session_pk = sessions.pk
+    ORDER BY m.depth DESC, m.seq DESC LIMIT 1
+);
+CREATE VIEW sessions_now AS
+SELECT s.pk, s.tenant, s.user_id, s.id, s.name, s.parent_session_id, s.model, s.source,
+    s.metadata, s.created_us, max(s.updated_us, coalesce(h.stored_us, 0)) AS updated_us,
+    s.ended_us, s.end_reason, s.input_tokens, s.output_tokens, s.cost,
+    coalesce(h.seq, s.head_seq) AS head_seq, coalesce(h.depth, s.head_depth) AS head_depth,
+    coalesce(h.id, s.head_id) AS head_id,
+    s.message_count + coalesce(h.depth - s.head_depth, 0) AS message_count,
+    s.version, s.active_us, s.head_follows
+FROM sessions AS s LEFT JOIN messages AS h ON s.head_follows AND h.seq = (
+    SELECT m.seq FROM messages AS m WHERE m.session_pk = s.pk
+    ORDER BY m.depth DESC, m.seq DESC LIMIT 1
+)
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, messages, search index and state", _V1),
     (2, "versioned documents with a search index", _V2),
     (3, "list order by an activity rank that appends to the newest session leave alone", _V3),
+    (4, "a head that follows appends without a write to its session row", _V4),
 ]
 """(version, name, SQL) in order; statements end with semicolons (triggers may hold more)."""
 

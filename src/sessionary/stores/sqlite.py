@@ -3,16 +3,17 @@
 This module holds messages: appends, the tree, reads and search. The engine is built in
 four layers: `_sqlite_base` (the connection, durability, migrations, transactions),
 `_sqlite_registry` (session rows and state documents), `_sqlite_documents` (versioned
-documents), and this one. An append reads the head it builds on inside its `BEGIN
-IMMEDIATE` transaction, so appends from any number of threads and processes never
-interleave or build on a stale head.
+documents), and this one. An append checks the head it builds on under SQLite's write
+lock (inside its `BEGIN IMMEDIATE` transaction, or inside the one `INSERT` of the common
+case), so appends from any number of threads and processes never interleave or build on a
+stale head.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from sessionary.errors import (
     HeadConflict,
@@ -34,6 +35,7 @@ from sessionary.records import (
     encode_cursor,
 )
 from sessionary.stores._common import (
+    DEFAULT_MAX_MESSAGE_BYTES,
     HIGHLIGHT,
     Prepared,
     check_limit,
@@ -51,13 +53,14 @@ from sessionary.stores._sqlite_index import (
     unindex_where,
 )
 from sessionary.stores._sqlite_rows import (
-    APPEND_AT_HEAD_SQL,
-    HEAD_SQL,
+    FOLLOW_SQL,
     INSERT_SQL,
     LINEAR_PATH_SQL,
     MESSAGE_COLUMNS,
     MESSAGE_SQL,
     PATH_SQL,
+    PLACE_HEAD_SQL,
+    STATE_SQL,
     decode_chain,
     decode_rows,
     message_from_row,
@@ -67,12 +70,45 @@ from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 
 __all__ = ["SQLiteEngine"]
 
+_HeadState = tuple[int, int | None, int, str | None]
+"""A session's pk and its head's (seq, depth, id), as an append after the head needs them."""
+_HEADS_KEPT = 1024
+"""Sessions whose head one engine remembers between appends (the oldest is forgotten)."""
+
+
+def _insert_row(
+    pk: int, item: Prepared, parent_seq: int | None, depth: int, parent_id: str | None
+) -> tuple[Any, ...]:
+    """The parameters of `INSERT_SQL` for a message under a parent at `depth`."""
+    msg = item.message
+    row = (pk, msg.id, parent_seq, parent_id, depth + 1, msg.role)
+    return (*row, item.created_us, item.body, item.text)
+
 
 class SQLiteEngine(SQLiteDocuments):
     """Stores sessions in one SQLite file through the standard library's sqlite3."""
 
     blocking = True
     capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        durability: str = "full",
+        busy_timeout: float = 30.0,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
+        """Open (creating and migrating if needed) the file at `path`; see `SQLiteBase`."""
+        super().__init__(
+            path,
+            durability=durability,
+            busy_timeout=busy_timeout,
+            max_message_bytes=max_message_bytes,
+        )
+        # The heads this engine last committed, by (tenant, user, session id): a hint that
+        # saves a read per append, checked by the statement that relies on it.
+        self._heads: dict[tuple[str, str, str], _HeadState] = {}
 
     # ------------------------------------------------------------------ appends
 
@@ -89,36 +125,55 @@ class SQLiteEngine(SQLiteDocuments):
             stored = self._append_at_head(scope, session_id, prepared[0])
             if stored is not None:
                 return [stored]
-        with self._write() as db:
-            return self._append_chain(db, scope, session_id, prepared, parent, expected_head)
+        with self._lock:
+            self._heads.pop((scope.tenant, scope.user, session_id), None)
+            with self._write() as db:
+                return self._append_chain(db, scope, session_id, prepared, parent, expected_head)
 
     def _append_at_head(self, scope: Scope, session_id: str, item: Prepared) -> Message | None:
-        """The common case in two autocommit statements; None means "take the general path".
+        """The common case in one statement; None means "take the general path".
 
-        It reads the head, then inserts after it only if the head is still that one: the
-        INSERT checks the head inside itself, under SQLite's write lock (a write statement
-        takes it before it reads, retrying through the busy handler), and the
-        `messages_move_head` trigger moves the head in the same statement. So the parent
-        is known without `RETURNING`, which costs SQLite more than the whole first read.
-        A head that moved in between, a duplicate id or a missing session insert nothing.
+        It builds on the head this engine last wrote (or reads it, if the session may take
+        this path at all), and `FOLLOW_SQL` inserts only if that is still the head, under
+        SQLite's write lock (a write statement takes it before it reads, retrying through
+        the busy handler). A head moved by anyone else, a duplicate id or a missing session
+        insert nothing.
         """
         msg = item.message
         key = (scope.tenant, scope.user, session_id)
         with self._lock:
             try:
-                head = self._db.execute(HEAD_SQL, key).fetchone()
+                head = self._heads.get(key) or self._followed_head(key)
                 if head is None:
                     return None
-                params = (msg.id, msg.role, item.created_us, item.body, item.text, *key, head[0])
-                cur = self._db.execute(APPEND_AT_HEAD_SQL, params)
-                if cur.rowcount != 1:
+                pk, parent_seq, depth, parent_id = head
+                row = (msg.id, parent_seq, parent_id, depth, msg.role, item.created_us)
+                cur = self._db.execute(FOLLOW_SQL, (*row, item.body, item.text, now_us(), pk, *key))
+                seq = cur.lastrowid
+                if cur.rowcount != 1 or seq is None:
+                    self._heads.pop(key, None)
                     return None
-                if cur.lastrowid is not None and cur.lastrowid % INDEX_BATCH == 0:
+                self._remember(key, (pk, seq, depth + 1, msg.id))
+                if seq % INDEX_BATCH == 0:
                     with self._write() as db:
                         catch_up(db)
             except sqlite3.Error as exc:
                 raise store_error(self.path, exc) from exc
-        return stored_copy(msg, head[0])
+        return stored_copy(msg, parent_id)
+
+    def _followed_head(self, key: tuple[str, str, str]) -> _HeadState | None:
+        """A session's pk and head, if its next append after the head may be `FOLLOW_SQL`."""
+        row = self._db.execute(STATE_SQL, key).fetchone()
+        if row is None or not row[6]:
+            return None
+        return row[0], row[1], row[2], row[3]
+
+    def _remember(self, key: tuple[str, str, str], head: _HeadState) -> None:
+        """Keep the head a commit just wrote, for the next append to this session."""
+        heads = self._heads
+        if key not in heads and len(heads) >= _HEADS_KEPT:
+            del heads[next(iter(heads))]  # the oldest remembered session
+        heads[key] = head
 
     def _append_chain(
         self,
@@ -129,13 +184,7 @@ class SQLiteEngine(SQLiteDocuments):
         parent: Parent,
         expected_head: Expected,
     ) -> list[Message]:
-        row = db.execute(
-            "SELECT pk, head_seq, head_depth, head_id FROM sessions "
-            "WHERE tenant = ? AND user_id = ? AND id = ?",
-            (scope.tenant, scope.user, session_id),
-        ).fetchone()
-        if row is None:
-            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        row = self._state(db, scope, session_id)
         pk = row[0]
         if (
             expected_head is not Head.ANY
@@ -145,12 +194,29 @@ class SQLiteEngine(SQLiteDocuments):
             raise HeadConflict(f"session {session_id!r} head is {row[3]!r}, not {expected_head!r}")
         head = (row[1], row[2], row[3])
         at = head if parent is Head.HEAD else self._resolve_parent(db, pk, parent)
-        out, last, inserted = self._insert_chain(db, pk, prepared, at)
+        now = now_us()
+        out, last, inserted = self._insert_chain(db, pk, prepared, at, now)
         if inserted:
-            # The trigger made the last inserted message the head; a batch that ends on
-            # messages already stored makes the last of those the head instead.
-            self._set_head_row(db, pk, last)
+            # The last message of the batch becomes the head, even one already stored.
+            self._place_head(db, pk, last, row[4] + inserted, now)
         return out
+
+    def _state(self, db: sqlite3.Connection, scope: Scope, session_id: str) -> Sequence[Any]:
+        """A session's `STATE_SQL` row: pk, head (seq, depth, id), count, time, ...
+
+        Raises:
+            SessionNotFound: If there is no such session in `scope`.
+        """
+        row = db.execute(STATE_SQL, (scope.tenant, scope.user, session_id)).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        return cast(Sequence[Any], row)
+
+    def _place_head(
+        self, db: sqlite3.Connection, pk: int, head: Sequence[Any], count: int, updated_us: int
+    ) -> None:
+        """Store a session's head, message count and time (see `PLACE_HEAD_SQL`)."""
+        db.execute(PLACE_HEAD_SQL, (*head, count, updated_us, pk))
 
     def _all_stored(self, db: sqlite3.Connection, pk: int, prepared: list[Prepared]) -> bool:
         """Whether every message of a batch is stored already (a retry of an acked append)."""
@@ -182,28 +248,20 @@ class SQLiteEngine(SQLiteDocuments):
         pk: int,
         prepared: list[Prepared],
         at: tuple[int | None, int, str | None],
+        stored_us: int | None,
     ) -> tuple[list[Message], tuple[int | None, int, str | None], int]:
-        """Insert messages as a chain under `at`; existing ids are kept and chained through."""
+        """Insert messages as a chain under `at`; existing ids are kept and chained through.
+
+        `stored_us` is the time of an append (None for an import, which keeps its times).
+        """
         parent_seq, depth, parent_id = at
         out: list[Message] = []
         inserted = 0
         index_due = False
         for item in prepared:
             msg = item.message
-            cur = db.execute(
-                INSERT_SQL,
-                (
-                    pk,
-                    msg.id,
-                    parent_seq,
-                    parent_id,
-                    depth + 1,
-                    msg.role,
-                    item.created_us,
-                    item.body,
-                    item.text,
-                ),
-            )
+            row = _insert_row(pk, item, parent_seq, depth, parent_id)
+            cur = db.execute(INSERT_SQL, (*row, stored_us))
             if cur.rowcount == 1:
                 seq = int(cur.lastrowid or 0)
                 stored = stored_copy(msg, parent_id)
@@ -249,7 +307,8 @@ class SQLiteEngine(SQLiteDocuments):
 
     def delete_message(self, scope: Scope, session_id: str, message_id: str) -> list[str]:
         with self._write() as db:
-            pk = self._session_pk(db, scope, session_id)
+            state = self._state(db, scope, session_id)
+            pk = state[0]
             root = db.execute(
                 "SELECT seq, parent_seq, depth FROM messages WHERE session_pk = ? AND id = ?",
                 (pk, message_id),
@@ -269,20 +328,16 @@ class SQLiteEngine(SQLiteDocuments):
                 marks = ",".join("?" * len(chunk))
                 unindex_where(db, f"seq IN ({marks})", chunk)
                 db.execute(f"DELETE FROM messages WHERE seq IN ({marks})", chunk)
-            (head_seq,) = db.execute("SELECT head_seq FROM sessions WHERE pk = ?", (pk,)).fetchone()
-            if head_seq in set(seqs):
+            head = state[1:4]
+            if head[0] in set(seqs):
                 parent_id = None
                 if root[1] is not None:
                     parent_id = db.execute(
                         "SELECT id FROM messages WHERE seq = ?", (root[1],)
                     ).fetchone()[0]
-                self._set_head_row(db, pk, (root[1], root[2] - 1, parent_id))
+                head = (root[1], root[2] - 1, parent_id)
             lower_watermark(db)
-            db.execute(
-                "UPDATE sessions SET message_count = message_count - ?, updated_us = ? "
-                "WHERE pk = ?",
-                (len(seqs), now_us(), pk),
-            )
+            self._place_head(db, pk, head, state[4] - len(seqs), now_us())
             return [r[1] for r in doomed]
 
     def clear_messages(self, scope: Scope, session_id: str) -> int:
@@ -290,33 +345,24 @@ class SQLiteEngine(SQLiteDocuments):
             pk = self._session_pk(db, scope, session_id)
             unindex_where(db, "session_pk = ?", (pk,))
             count = db.execute("DELETE FROM messages WHERE session_pk = ?", (pk,)).rowcount
-            db.execute(
-                "UPDATE sessions SET head_seq = NULL, head_depth = -1, head_id = NULL, "
-                "message_count = 0, updated_us = ? WHERE pk = ?",
-                (now_us(), pk),
-            )
+            self._place_head(db, pk, (None, -1, None), 0, now_us())
             lower_watermark(db)
             return int(count)
 
     def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
         with self._write() as db:
-            pk = self._session_pk(db, scope, session_id)
-            head: tuple[int | None, int, str | None] = (None, -1, None)
+            state = self._state(db, scope, session_id)
+            head: Sequence[Any] = (None, -1, None)
             if message_id is not None:
                 row = db.execute(
                     "SELECT seq, depth, id FROM messages WHERE session_pk = ? AND id = ?",
-                    (pk, message_id),
+                    (state[0], message_id),
                 ).fetchone()
                 if row is None:
                     raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
                 head = row
-            self._set_head_row(db, pk, head)
-
-    def _set_head_row(self, db: sqlite3.Connection, pk: int, head: Sequence[Any]) -> None:
-        db.execute(
-            "UPDATE sessions SET head_seq = ?, head_depth = ?, head_id = ? WHERE pk = ?",
-            (*head, pk),
-        )
+            # Moving the head is not activity: the session keeps its count and time.
+            self._place_head(db, state[0], head, state[4], state[5])
 
     # ------------------------------------------------------------------ reads
 
@@ -336,21 +382,16 @@ class SQLiteEngine(SQLiteDocuments):
         A session is linear when it is one chain: its head is its deepest message and
         every message lies on the head's path, so a path is a range of the depth index.
         """
-        row = db.execute(
-            "SELECT pk, head_seq, head_depth, message_count = head_depth + 1 FROM sessions "
-            "WHERE tenant = ? AND user_id = ? AND id = ?",
-            (scope.tenant, scope.user, session_id),
-        ).fetchone()
-        if row is None:
-            raise SessionNotFound(f"no session {session_id!r} in this scope")
+        row = self._state(db, scope, session_id)
+        linear = row[4] == row[2] + 1
         if leaf is None:
-            return row[1], row[2], bool(row[3])
+            return row[1], row[2], linear
         found = db.execute(
             "SELECT seq, depth FROM messages WHERE session_pk = ? AND id = ?", (row[0], leaf)
         ).fetchone()
         if found is None:
             raise MessageNotFound(f"no message {leaf!r} in session {session_id!r}")
-        return found[0], found[1], bool(row[3])
+        return found[0], found[1], linear
 
     def _leaf_seq(
         self, db: sqlite3.Connection, scope: Scope, session_id: str, leaf: str | None
@@ -492,7 +533,7 @@ class SQLiteEngine(SQLiteDocuments):
                         f"message {item.message.id!r} names parent {item.message.parent_id!r}, "
                         "which is not earlier in the import"
                     ) from None
-                self._insert_chain(db, pk, [item], at)
+                self._insert_chain(db, pk, [item], at, None)
             if info.head_id is not None:
                 head = db.execute(
                     "SELECT seq, depth, id FROM messages WHERE session_pk = ? AND id = ?",
@@ -502,18 +543,14 @@ class SQLiteEngine(SQLiteDocuments):
                     raise InvalidInput(f"head {info.head_id!r} is not among the imported messages")
             else:
                 head = (None, -1, None)
-            self._set_head_row(db, pk, head)
-            # The trigger counted and timestamped each insert; keep the imported row's time.
-            db.execute(
-                "UPDATE sessions SET message_count = (SELECT count(*) FROM messages "
-                "WHERE session_pk = ?), updated_us = created_us WHERE pk = ?",
-                (pk, pk),
-            )
-            if info.updated_at is not None:
-                db.execute(
-                    "UPDATE sessions SET updated_us = ? WHERE pk = ?",
-                    (to_micros(info.updated_at), pk),
-                )
+            # Count what the import stored; the session keeps the imported row's time.
+            count, created = db.execute(
+                "SELECT (SELECT count(*) FROM messages WHERE session_pk = ?1), created_us "
+                "FROM sessions WHERE pk = ?1",
+                (pk,),
+            ).fetchone()
+            updated = created if info.updated_at is None else to_micros(info.updated_at)
+            self._place_head(db, pk, head, count, updated)
             if state_text is not None and state is not None:
                 db.execute(
                     "INSERT INTO states (level, tenant, user_id, owner, data, version) "

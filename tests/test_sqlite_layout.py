@@ -21,6 +21,7 @@ from sessionary import Message, TextPart, ToolCallPart
 from sessionary.errors import PayloadTooLarge
 from sessionary.model import encode_body, from_micros
 from sessionary.stores import _sqlite_base
+from sessionary.stores._sqlite_rows import FOLLOW_SQL
 from sessionary.stores._sqlite_schema import _V3, MIGRATIONS
 
 pytestmark = pytest.mark.sqlite
@@ -310,6 +311,69 @@ def test_another_writer_moving_the_head_is_seen_by_the_next_append(tmp_path: Pat
         two.session("s").clear()
         assert chat.append(Message.user("f")).parent_id is None
     assert b.parent_id == a.id
+
+
+def _follow(db: sqlite3.Connection, **changed: object) -> int:
+    """Run `FOLLOW_SQL` for a message "new" after session "s"'s head, with some values
+    changed; return how many rows it inserted."""
+    pk, seq, depth, head = db.execute(
+        "SELECT pk, head_seq, head_depth, head_id FROM sessions_now WHERE id = 's'"
+    ).fetchone()
+    values: dict[str, object] = {
+        "id": "new", "parent_seq": seq, "parent_id": head, "depth": depth, "role": "user",
+        "created_us": 1, "data": "", "text": "new", "stored_us": time.time_ns() // 1000,
+        "pk": pk, "tenant": "default", "user": "default", "session": "s",
+    }  # fmt: skip
+    values.update(changed)
+    return int(db.execute(FOLLOW_SQL, tuple(values.values())).rowcount)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"parent_id": "elsewhere"},  # the head moved: another message is the newest
+        {"parent_seq": 1},
+        {"depth": 5},
+        {"id": "m0"},  # an id already stored
+        {"pk": 2},  # another session's pk, or a pk reused after a delete
+        {"session": "other"},
+        {"tenant": "other"},
+        {"stored_us": 0},  # the clock went back past the session's rank
+    ],
+)
+def test_the_one_statement_append_writes_nothing_when_a_guard_fails(
+    tmp_path: Path, changed: dict[str, object]
+) -> None:
+    path = tmp_path / "guard.db"
+    with sessionary.SessionManager(f"sqlite:///{path}") as manager:
+        chat = manager.create(id="s")
+        for n in range(3):
+            chat.append(Message.user(f"m{n}", id=f"m{n}"))
+        manager.create(id="other")
+        chat.append(Message.user("m3", id="m3"))  # first in its scope again
+    with sqlite3.connect(path, isolation_level=None) as db:
+        before = db.execute("SELECT count(*) FROM messages").fetchone()
+        assert _follow(db, **changed) == 0
+        assert db.execute("SELECT count(*) FROM messages").fetchone() == before
+        assert _follow(db) == 1  # the same statement, unchanged, inserts
+
+
+def test_the_one_statement_append_waits_for_a_head_that_follows_and_a_first_session(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rank.db"
+    with sessionary.SessionManager(f"sqlite:///{path}") as manager:
+        chat = manager.create(id="s")
+        chat.append(Message.user("a"))
+        _tick()
+        manager.create(id="later")  # now first in the scope
+    with sqlite3.connect(path, isolation_level=None) as db:
+        assert _follow(db) == 0
+        db.execute("DELETE FROM sessions WHERE id = 'later'")
+        db.execute("UPDATE sessions SET head_follows = 0 WHERE id = 's'")
+        assert _follow(db) == 0
+        db.execute("UPDATE sessions SET head_follows = 1 WHERE id = 's'")
+        assert _follow(db) == 1
 
 
 def test_a_version_3_file_is_upgraded_in_place(tmp_path: Path) -> None:

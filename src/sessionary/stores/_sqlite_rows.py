@@ -82,25 +82,31 @@ FROM sessions_now AS n WHERE n.tenant = ? AND n.user_id = ? AND n.id = ?
 """A session's pk, head (seq, depth, id), message count and time, and whether the next
 append after its head may take `FOLLOW_SQL` (its head follows, and it is first in its scope)."""
 FOLLOW_SQL = """
-INSERT INTO messages (session_pk, id, parent_seq, parent_id, depth, role, created_us, data, text,
-    stored_us)
-SELECT s.pk, ?1, ?2, ?3, ?4 + 1, ?5, ?6, ?7, ?8, ?9 FROM sessions AS s
-WHERE s.pk = ?10 AND s.tenant = ?11 AND s.user_id = ?12 AND s.id = ?13
-    AND s.head_follows AND ?9 >= s.active_us
-    AND (
-        SELECT m.seq, m.depth, m.id FROM messages AS m WHERE m.session_pk = ?10
-        ORDER BY m.depth DESC, m.seq DESC LIMIT 1
-    ) IS (?2, ?4, ?3)
-    AND NOT EXISTS (
-        SELECT 1 FROM sessions AS o WHERE o.tenant = s.tenant AND o.user_id = s.user_id
-            AND (o.active_us, o.id) > (s.active_us, s.id)
-    )
-ON CONFLICT (session_pk, id) DO NOTHING
+INSERT OR IGNORE INTO messages (session_pk, id, parent_seq, parent_id, depth, role, created_us,
+    data, text, stored_us)
+VALUES ((
+    SELECT s.pk FROM sessions AS s
+    WHERE s.pk = ?10 AND s.tenant = ?11 AND s.user_id = ?12 AND s.id = ?13
+        AND s.head_follows AND ?9 >= s.active_us
+        AND (
+            SELECT m.seq, m.depth, m.id FROM messages AS m WHERE m.session_pk = ?10
+            ORDER BY m.depth DESC, m.seq DESC LIMIT 1
+        ) IS (?2, ?4, ?3)
+        AND NOT EXISTS (
+            SELECT 1 FROM sessions AS o WHERE o.tenant = s.tenant AND o.user_id = s.user_id
+                AND (o.active_us, o.id) > (s.active_us, s.id)
+        )
+), ?1, ?2, ?3, ?4 + 1, ?5, ?6, ?7, ?8, ?9)
 """
 """One message after the head, written in one statement that touches no session row: only
 if the session's head follows its newest message, that message is still the one given
 (seq, depth, id), the session is first in its scope (so its rank cannot change) and the
-clock has not gone back past its rank. Else (or for an id already stored) no row."""
+clock has not gone back past its rank. Else (or for an id already stored) no row.
+
+The guard is the value of `session_pk`: NULL when it fails, which `OR IGNORE` turns into
+no row, as it does a duplicate id (`messages` has no other constraint to ignore). It is
+not an `INSERT ... SELECT` because SQLite first copies a SELECT that reads the table it
+inserts into to a temporary table, which cost more CPU than the rest of the statement."""
 PLACE_HEAD_SQL = f"""
 UPDATE sessions SET head_seq = ?1, head_depth = ?2, head_id = ?3, message_count = ?4,
     updated_us = ?5, head_follows = ?1 IS {NEWEST.format(pk="?6")}

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
+from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 from sessionary.errors import InvalidId, InvalidMessage
 from sessionary.ids import check_id, new_id
@@ -45,14 +45,14 @@ def _now() -> datetime:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 
 
 def to_micros(moment: datetime) -> int:
     """Return `moment` as whole microseconds since the Unix epoch (exact; naive = UTC)."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // _MICROSECOND
+    delta = moment - _EPOCH  # whole units: dividing by a timedelta costs several times more
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def from_micros(micros: int) -> datetime:
@@ -151,17 +151,6 @@ class Message:
     _KNOWN: ClassVar[frozenset[str]] = frozenset(
         {"id", "role", "parts", "metadata", "created_at", "parent_id", "content"}
     )
-
-    if not TYPE_CHECKING:  # hidden from type checkers, which would accept any attribute
-
-        def __getattr__(self, name: str) -> Any:
-            # Reached only when ordinary lookup fails: a message read by `decode_lazy`
-            # decodes its body on the first use of one of the fields it holds.
-            stored = self.__dict__.get("_stored")
-            if stored is None or name not in _DEFERRED:
-                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            _decode_stored(self.__dict__, stored)
-            return self.__dict__[name]
 
     @classmethod
     def system(cls, text: str, **kwargs: Any) -> Message:
@@ -561,6 +550,35 @@ def decode_lazy(
         "_stored": (created_us, body, text),
     }
     return message
+
+
+class _Deferred:
+    """A field of a message read by `decode_lazy`, decoded from its columns on first use.
+
+    A non-data descriptor, as `functools.cached_property` is: a message that holds the
+    field in its `__dict__` (every message but an undecoded one) never reaches it. A
+    `__getattr__` on `Message` would do the same, but CPython then takes its slow path
+    for every attribute read of every message (it specialises no reads on a class with
+    a custom attribute hook), appends included.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, message: Message | None, owner: type | None = None) -> Any:
+        if message is None:
+            return self
+        fields = message.__dict__
+        stored = fields.get("_stored")
+        if stored is None:  # a field deleted from an ordinary message
+            raise AttributeError(f"'Message' object has no attribute {self.name!r}")
+        _decode_stored(fields, stored)
+        return fields[self.name]
+
+
+# Set after `@dataclass` has run: in the class body it would take them for defaults.
+for _name in _DEFERRED:
+    setattr(Message, _name, _Deferred(_name))
 
 
 def _decode_stored(fields: dict[str, Any], stored: tuple[int, str, str | None]) -> None:

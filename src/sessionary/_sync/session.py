@@ -29,7 +29,6 @@ from sessionary.records import (
     ANY,
     HEAD,
     Expected,
-    Head,
     Parent,
     Scope,
     SearchHit,
@@ -60,7 +59,7 @@ def check_parent(parent: object) -> Parent:
     Raises:
         InvalidId: If `parent` is a malformed id.
     """
-    if parent is Head.HEAD or parent is None:
+    if parent is HEAD or parent is None:
         return parent
     return check_id(parent, "parent message id")
 
@@ -71,7 +70,7 @@ def check_expected_head(expected: object) -> Expected:
     Raises:
         InvalidId: If `expected` is a malformed id.
     """
-    if expected is Head.ANY or expected is None:
+    if expected is ANY or expected is None:
         return expected
     return check_id(expected, "expected head id")
 

@@ -137,7 +137,10 @@ def prepare_messages(
         InvalidMessage: If a message is malformed or two share an id.
         PayloadTooLarge: If a message's encoded size is over `max_bytes`.
     """
-    if isinstance(messages, Message | str | bytes) or not isinstance(messages, Sequence):
+    # A list, what sessions pass, is known to be a sequence without the ABC's slow check.
+    if type(messages) is not list and (
+        isinstance(messages, Message | str | bytes) or not isinstance(messages, Sequence)
+    ):
         raise InvalidMessage("expected a sequence of messages")
     prepared: list[Prepared] = []
     seen: set[str] = set()

@@ -24,8 +24,9 @@ from sessionary.errors import (
 from sessionary.model import Message, from_micros, to_micros
 from sessionary.query import Query, to_fts5
 from sessionary.records import (
+    ANY,
+    HEAD,
     Expected,
-    Head,
     Parent,
     Scope,
     SearchHit,
@@ -109,6 +110,9 @@ class SQLiteEngine(SQLiteDocuments):
         # The heads this engine last committed, by (tenant, user, session id): a hint that
         # saves a read per append, checked by the statement that relies on it.
         self._heads: dict[tuple[str, str, str], _HeadState] = {}
+        # The common append's own cursor, used under `_lock`: `Connection.execute` makes
+        # a new cursor per call, which the one-statement append would otherwise pay for.
+        self._appender = self._db.cursor()
 
     # ------------------------------------------------------------------ appends
 
@@ -121,7 +125,7 @@ class SQLiteEngine(SQLiteDocuments):
         expected_head: Expected,
     ) -> list[Message]:
         prepared = prepare_messages(messages, self.max_message_bytes, plain=True)
-        if parent is Head.HEAD and expected_head is Head.ANY and len(prepared) == 1:
+        if parent is HEAD and expected_head is ANY and len(prepared) == 1:
             stored = self._append_at_head(scope, session_id, prepared[0])
             if stored is not None:
                 return [stored]
@@ -147,8 +151,8 @@ class SQLiteEngine(SQLiteDocuments):
                 if head is None:
                     return None
                 pk, parent_seq, depth, parent_id = head
-                row = (msg.id, parent_seq, parent_id, depth, msg.role, item.created_us)
-                cur = self._db.execute(FOLLOW_SQL, (*row, item.body, item.text, now_us(), pk, *key))
+                row = (msg.id, parent_seq, parent_id, depth, msg.role, item.created_us, item.body)
+                cur = self._appender.execute(FOLLOW_SQL, (*row, item.text, now_us(), pk, *key))
                 seq = cur.lastrowid
                 if cur.rowcount != 1 or seq is None:
                     self._heads.pop(key, None)
@@ -187,13 +191,13 @@ class SQLiteEngine(SQLiteDocuments):
         row = self._state(db, scope, session_id)
         pk = row[0]
         if (
-            expected_head is not Head.ANY
+            expected_head is not ANY
             and expected_head != row[3]
             and not self._all_stored(db, pk, prepared)
         ):
             raise HeadConflict(f"session {session_id!r} head is {row[3]!r}, not {expected_head!r}")
         head = (row[1], row[2], row[3])
-        at = head if parent is Head.HEAD else self._resolve_parent(db, pk, parent)
+        at = head if parent is HEAD else self._resolve_parent(db, pk, parent)
         now = now_us()
         out, last, inserted = self._insert_chain(db, pk, prepared, at, now)
         if inserted:

@@ -53,11 +53,16 @@ class AsyncRunner:
         `quick(*args)` says whether a call is short enough to run inline when the engine
         is idle (only with a `lock`).
         """
-        lock = self._lock
-        if quick is None or lock is None or self._queue is None:
+        lock, jobs = self._lock, self._queue
+        if jobs is None:
 
             async def call(*args: Any) -> T:
-                return await self.run(fn, *args)
+                return fn(*args)
+
+        elif quick is None or lock is None:
+
+            async def call(*args: Any) -> T:
+                return await _submit(jobs, fn, args)
 
         else:
 
@@ -67,7 +72,7 @@ class AsyncRunner:
                         return fn(*args)
                     finally:
                         lock.release()
-                return await self.run(fn, *args)
+                return await _submit(jobs, fn, args)
 
         call.__name__ = call.__qualname__ = getattr(fn, "__name__", "call")
         return call
@@ -76,10 +81,7 @@ class AsyncRunner:
         """Call `fn(*args)` and return its result."""
         if self._queue is None:
             return fn(*args)
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._queue.put((loop, future, fn, args))
-        return await future
+        return await _submit(self._queue, fn, args)
 
     async def close(self, fn: Callable[[], None]) -> None:
         """Call `fn` (the engine's close) and stop the worker thread."""
@@ -94,6 +96,20 @@ class _Lock(Protocol):
 
 
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+
+
+def _submit(
+    jobs: queue.SimpleQueue[_Job | None], fn: Callable[..., T], args: tuple[Any, ...]
+) -> asyncio.Future[T]:
+    """Queue `fn(*args)` for the worker; return the future it settles.
+
+    A plain function, not a coroutine: a bound call awaits the future itself, which
+    saves a coroutine per call on the append path.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    jobs.put((loop, future, fn, args))
+    return future
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

@@ -541,13 +541,20 @@ def decode_lazy(
     its id, role, parent and the undecoded columns, so a read that only counts, filters
     by role or passes messages on costs no decoding. Decoding keeps any field already
     assigned.
+
+    The columns are kept as separate entries, not one tuple: a dict holding only strings,
+    numbers and None is never tracked by the cycle collector, so a long history read
+    allocates one tracked object per message instead of three, and the collections that
+    a burst of tracked objects sets off (a whole-heap one among them) mostly do not run.
     """
     message = object.__new__(Message)
     message.__dict__ = {
         "role": role,
         "id": id,
         "parent_id": parent_id,
-        "_stored": (created_us, body, text),
+        "_stored": body,
+        "_created_us": created_us,
+        "_text": text,
     }
     return message
 
@@ -581,8 +588,9 @@ for _name in _DEFERRED:
     setattr(Message, _name, _Deferred(_name))
 
 
-def _decode_stored(fields: dict[str, Any], stored: tuple[int, str, str | None]) -> None:
-    created_us, body, text = stored
+def _decode_stored(fields: dict[str, Any], body: str) -> None:
+    created_us = fields.pop("_created_us")
+    text = fields.pop("_text")
     if body == "":
         part = object.__new__(TextPart)
         part.__dict__ = {"text": text, "type": "text", "extra": {}}

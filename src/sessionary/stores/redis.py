@@ -10,9 +10,11 @@ message returned; an entry in a chunk costs decoding that chunk once. Every
 chunk is rewritten; a large batch is split, so a read near the head never decodes it
 whole), and `max_messages`, if set, trims the oldest messages then.
 
-Every write is one Lua script (`_redis_lua`), which Redis runs atomically: appends from
-any number of processes and machines queue on the server and never interleave, a stale
-expected head or version is refused inside the script, and re-sent ids are kept once.
+Every write is one Lua script (`_redis_lua`, and `_redis_append` for appends), which
+Redis runs atomically: appends from any number of processes and machines queue on the
+server and never interleave, a stale expected head or version is refused inside the
+script, and re-sent ids are kept once. An append is one `EVALSHA` with the few keys and
+arguments it needs.
 State and session rows are compare-and-set by script, retried when another writer won.
 With `ttl`, every key of a session gets `PEXPIRE` on each write to it.
 
@@ -71,6 +73,7 @@ from sessionary.stores._common import (
     scopes_from_rows,
     state_owner,
 )
+from sessionary.stores._redis_append import append_script
 from sessionary.stores._redis_conn import AsyncRedisConnection, mapped_errors
 from sessionary.stores._redis_documents import AsyncRedisDocuments
 from sessionary.stores._redis_layout import (
@@ -88,7 +91,7 @@ from sessionary.stores._redis_rows import (
     state_text,
     stored_messages,
 )
-from sessionary.stores._rows import now_us
+from sessionary.stores._rows import now_us, stored_copy
 from sessionary.stores.base import DOCUMENTS
 
 __all__ = ["AsyncRedisStore"]
@@ -98,6 +101,7 @@ NO_SEARCH = (
     "capability (sqlite, postgresql or mysql)"
 )
 _LIST_BATCH = 200
+_KEY_CACHE = 1024  # sessions whose append keys a store remembers
 
 
 class AsyncRedisStore(AsyncRedisDocuments):
@@ -142,8 +146,10 @@ class AsyncRedisStore(AsyncRedisDocuments):
         self.snapshot_frequency = snapshot_frequency
         self.max_messages = max_messages
         self._ttl = "0" if ttl is None else str(max(1, round(ttl * 1000)))
-        self._conn = AsyncRedisConnection(url, connect_timeout)
+        script = append_script(snapshot_frequency, max_messages or 0, self._ttl)
+        self._conn = AsyncRedisConnection(url, connect_timeout, {"append": script})
         self._client = self._conn.client
+        self._append_keys: dict[tuple[str, str, str], list[str]] = {}
 
     async def __aenter__(self) -> AsyncRedisStore:
         return self
@@ -157,6 +163,17 @@ class AsyncRedisStore(AsyncRedisDocuments):
 
     def _keys(self, scope: Scope) -> ScopeKeys:
         return ScopeKeys(self.namespace, scope)
+
+    def _keys_to_append(self, scope: Scope, session_id: str) -> list[str]:
+        """The keys the append script gets (all of the session's with a TTL), remembered."""
+        known = (scope.tenant, scope.user, session_id)
+        keys = self._append_keys.get(known)
+        if keys is None:
+            if len(self._append_keys) >= _KEY_CACHE:
+                self._append_keys.clear()
+            session = self._keys(scope).session(session_id)
+            keys = self._append_keys[known] = session.all if self._ttl != "0" else session.append
+        return keys
 
     async def _session_script(
         self, name: str, keys: SessionKeys, *args: Any, with_time: bool = True
@@ -274,13 +291,15 @@ class AsyncRedisStore(AsyncRedisDocuments):
         parent: Parent,
         expected_head: Expected,
     ) -> list[Message]:
-        prepared = prepare_messages(messages, self.max_message_bytes)
-        args: list[Any] = [_parent_arg(parent), _expected_arg(expected_head)]
-        args += [self.snapshot_frequency, self.max_messages or 0]
+        prepared = prepare_messages(messages, self.max_message_bytes, indexed=False)
+        args: list[Any] = [now_us(), session_id, _parent_arg(parent), _expected_arg(expected_head)]
         for item in prepared:
-            args += [item.message.id, item.message.role, item.created_us, item.body]
-        keys = self._keys(scope).session(session_id)
-        result = await self._session_script("append", keys, *args)
+            message = item.message
+            args += [message.role, f"{message.id} {item.created_us} {item.body}"]
+        keys = self._keys_to_append(scope, session_id)
+        result = await self._conn.run("append", keys, args)
+        if isinstance(result, str):  # the lean path: one message, stored after `result[1:]`
+            return [stored_copy(prepared[0].message, result[1:])]
         status = result[0]
         if status == "nosession":
             raise SessionNotFound(f"no session {session_id!r} in this scope")

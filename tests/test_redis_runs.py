@@ -5,7 +5,7 @@ seq plus one is found by reading that entry) nor in `order` (the run is paged by
 arithmetic). These tests check that every tree read (children, paging in depth order,
 paths, deletes) gives what the memory store gives for the same operations, on sessions
 written now and on sessions in the layout written before runs (every child in `kids`,
-every message in `order`, no run in the meta hash).
+every message in `order`, no run in the meta hash, chunks as JSON arrays).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def _entries(client: Any, keys: dict[str, str]) -> dict[int, str]:
     """Every stored entry of a session by seq, from its chunks and loose entries."""
     found: dict[int, str] = {}
     for start, chunk in client.hgetall(keys.get("snap", "-")).items():
-        for offset, entry in enumerate(json.loads(chunk)):
+        lines = json.loads(chunk) if chunk.startswith("[") else chunk.split("\n")[1:]
+        for offset, entry in enumerate(lines):
             if entry:
                 found[int(start) + offset] = entry
     for field, entry in client.hgetall(keys.get("loose", "-")).items():
@@ -52,7 +53,7 @@ def _entries(client: Any, keys: dict[str, str]) -> dict[int, str]:
 
 
 def _to_old_layout(client: Any, url: str, session_id: str) -> None:
-    """Rewrite a session's indexes as the store wrote them before runs."""
+    """Rewrite a session as the store wrote it before runs: indexes, meta, JSON chunks."""
     keys = _keys(client, url, session_id)
     kids: dict[int, list[int]] = {}
     prefix = keys["meta"][: -len("meta")]
@@ -65,6 +66,12 @@ def _to_old_layout(client: Any, url: str, session_id: str) -> None:
     for parent, seqs in kids.items():
         client.hset(prefix + "kids", f"{parent:012d}", ",".join(map(str, seqs)))
     client.hdel(keys["meta"], "base", "bdepth", "lin")
+    meta = client.hgetall(keys["meta"])
+    client.hset(keys["meta"], "since", int(meta["next"]) - int(meta["rolled"]))
+    for start, chunk in client.hgetall(keys.get("snap", "-")).items():
+        if not chunk.startswith("["):  # chunks were JSON arrays
+            lines = chunk.split("\n")[1:]
+            client.hset(keys["snap"], start, json.dumps(lines, ensure_ascii=False))
 
 
 def _tree(chat: sessionary.Session) -> None:

@@ -110,6 +110,11 @@ class SessionKeys:
         return [*self.messages, self.scope.registry]
 
     @property
+    def lean(self) -> list[str]:
+        """The keys of the append script's lean path: meta, ids, loose, the registry."""
+        return [*self.messages[:3], self.scope.registry]
+
+    @property
     def messages(self) -> list[str]:
         return [self.prefix + name for name in _MESSAGE_PARTS]
 

@@ -7,12 +7,14 @@ hash fields, so they name no key Redis was not told about.
 
 Session keys, in the order every session script receives them::
 
-    1 meta    hash: head (seq, -1 none), headid, count, next, since, rolled, first,
-              base, bdepth, lin (the run, below), row (the registry row, JSON),
-              updated (microseconds)
+    1 meta    hash: head (seq, -1 none), headid, count, next, rolled, first, base,
+              bdepth, lin (the run, below), row (the registry row, JSON), updated
+              (microseconds); appends since the last roll-up are next - rolled (a
+              `since` field written by older versions is no longer read)
     2 ids     hash: message id -> seq
     3 loose   hash: zero-padded seq -> entry, for every seq >= rolled
-    4 snap    hash: chunk start seq -> JSON array of entries ("" where deleted)
+    4 snap    hash: chunk start seq -> its entries, each after a newline ("" where
+              deleted); chunks written by older versions are JSON arrays
     5 chunks  sorted set: chunk start seq, scored by itself (which chunk holds a seq)
     6 kids    hash: zero-padded seq -> "seq,seq,..." of its children, oldest first,
               except a child whose seq is its parent's plus one (see below)
@@ -24,7 +26,10 @@ Session keys, in the order every session script receives them::
     11-13     the session's documents (index, heads, versions)
 
 An entry is one line of text: `parent_seq depth role parent_id id created_us body`,
-so a script can follow parents by reading the header without decoding the body.
+so a script can follow parents by reading the header without decoding the body. No
+entry holds a raw newline (a body is JSON, which escapes control characters), so a
+chunk joins its entries with newlines: building one is a concatenation, not an escape
+of every character as a JSON array was.
 Seqs below `first` were trimmed by `max_messages` and read as absent.
 
 Appending at the head of a linear session, the common case, writes neither index: the
@@ -56,12 +61,13 @@ local function pad(n) return string.format('%012d', n) end
 local function order_member(depth, seq) return string.format('%08d:%012d', depth, seq) end
 
 local function load_meta()
-  local v = redis.call('HMGET', META, 'head', 'headid', 'count', 'next', 'since', 'rolled',
-    'first', 'base', 'bdepth', 'lin')
+  local v = redis.call('HMGET', META, 'head', 'headid', 'count', 'next', 'rolled', 'first',
+    'base', 'bdepth', 'lin')
   if not v[1] then return false end
   M.head, M.headid, M.count, M.next = tonumber(v[1]), v[2], tonumber(v[3]), tonumber(v[4])
-  M.since, M.rolled, M.first = tonumber(v[5]), tonumber(v[6]), tonumber(v[7])
-  M.base, M.bdepth, M.lin = tonumber(v[8] or ''), tonumber(v[9] or ''), tonumber(v[10] or '')
+  M.rolled, M.first = tonumber(v[5]), tonumber(v[6])
+  M.since = M.next - M.rolled
+  M.base, M.bdepth, M.lin = tonumber(v[7] or ''), tonumber(v[8] or ''), tonumber(v[9] or '')
   return true
 end
 
@@ -69,7 +75,7 @@ local function opt(n) return n and s(n) or '' end
 
 local function save_meta(now)
   redis.call('HSET', META, 'head', s(M.head), 'headid', M.headid, 'count', s(M.count),
-    'next', s(M.next), 'since', s(M.since), 'rolled', s(M.rolled), 'first', s(M.first),
+    'next', s(M.next), 'rolled', s(M.rolled), 'first', s(M.first),
     'base', opt(M.base), 'bdepth', opt(M.bdepth), 'lin', opt(M.lin), 'updated', now)
 end
 
@@ -79,6 +85,15 @@ local function header(e)
   return tonumber(p), tonumber(d), role, pid, id, pos
 end
 
+local function decode_chunk(raw)
+  if string.sub(raw, 1, 1) == '[' then return cjson.decode(raw) end
+  local c = {}
+  for e in string.gmatch(raw, '\n([^\n]*)') do c[#c + 1] = e end
+  return c
+end
+
+local function encode_chunk(c) return '\n' .. table.concat(c, '\n') end
+
 local function chunk_of(seq)
   local found = redis.call('ZREVRANGEBYSCORE', CHUNKS, seq, '-inf', 'LIMIT', 0, 1)
   if #found == 0 then return nil, nil end
@@ -87,7 +102,7 @@ local function chunk_of(seq)
   if not c then
     local raw = redis.call('HGET', SNAP, start)
     if not raw then return nil, nil end
-    c = cjson.decode(raw)
+    c = decode_chunk(raw)
     chunk_cache[start] = c
   end
   return start, c
@@ -115,7 +130,7 @@ end
 
 local function flush_chunks()
   for start, _ in pairs(dirty) do
-    redis.call('HSET', SNAP, start, cjson.encode(chunk_cache[start]))
+    redis.call('HSET', SNAP, start, encode_chunk(chunk_cache[start]))
   end
 end
 
@@ -187,7 +202,7 @@ end
 
 local function write_chunk(start, c, any)
   if any then
-    redis.call('HSET', SNAP, s(start), cjson.encode(c))
+    redis.call('HSET', SNAP, s(start), encode_chunk(c))
     redis.call('ZADD', CHUNKS, start, s(start))
   end
 end
@@ -265,7 +280,7 @@ _CREATE = r"""
 -- ARGV: now, ttl, session id, row, updated, scope member
 if redis.call('EXISTS', META) == 1 then return 0 end
 redis.call('HSET', META, 'row', ARGV[4], 'head', '-1', 'headid', '', 'count', '0',
-  'next', '0', 'since', '0', 'rolled', '0', 'first', '0', 'updated', ARGV[5])
+  'next', '0', 'rolled', '0', 'first', '0', 'updated', ARGV[5])
 redis.call('SADD', SCOPES, ARGV[6])
 touch(ARGV[5], ARGV[2], ARGV[3])
 return 1
@@ -468,7 +483,7 @@ return count
 _IMPORT = r"""
 -- ARGV: 1 now, 2 ttl, 3 session id, 4 row, 5 updated, 6 scope member, 7 head seq,
 -- 8 head id, 9 count, 10 rolled, 11 run base ('' none), 12 its depth, 13 state ('' none),
--- 14 chunks, 15 loose, 16 kids, then chunks (start, json), loose (field, entry), kids
+-- 14 chunks, 15 loose, 16 kids, then chunks (start, text), loose (field, entry), kids
 -- (field, list), then (id, seq, order member ('' in the run)) per message.
 if redis.call('EXISTS', META) == 1 then return 0 end
 local a = 17
@@ -492,7 +507,7 @@ while a <= #ARGV do
 end
 local count = ARGV[9]
 redis.call('HSET', META, 'row', ARGV[4], 'head', ARGV[7], 'headid', ARGV[8], 'count', count,
-  'next', count, 'since', s(tonumber(count) - tonumber(ARGV[10])), 'rolled', ARGV[10],
+  'next', count, 'rolled', ARGV[10],
   'first', '0', 'base', ARGV[11], 'bdepth', ARGV[12], 'lin', '', 'updated', ARGV[5])
 if ARGV[13] ~= '' then redis.call('SET', KEYS[10], ARGV[13]) end
 redis.call('SADD', SCOPES, ARGV[6])

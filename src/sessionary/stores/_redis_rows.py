@@ -7,7 +7,6 @@ module holds only the conversation with the server.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,7 +131,7 @@ def import_plan(prepared: Sequence[Prepared], head_id: str | None, frequency: in
     for start in range(0, rolled, frequency or 1):
         plan.chunks += [
             str(start),
-            json.dumps(entries[start : start + frequency], ensure_ascii=False),
+            "\n" + "\n".join(entries[start : start + frequency]),
         ]
     for seq in range(rolled, len(entries)):
         plan.loose += [f"{seq:012d}", entries[seq]]

@@ -43,8 +43,8 @@ from sessionary.kv.keys import check_key
 from sessionary.model import Message, to_micros
 from sessionary.query import Query
 from sessionary.records import (
+    HEAD,
     Expected,
-    Head,
     Page,
     Parent,
     Scope,
@@ -73,7 +73,7 @@ from sessionary.stores._common import (
     scopes_from_rows,
     state_owner,
 )
-from sessionary.stores._redis_append import append_script
+from sessionary.stores._redis_append import Appends, append_args
 from sessionary.stores._redis_conn import AsyncRedisConnection, mapped_errors
 from sessionary.stores._redis_documents import AsyncRedisDocuments
 from sessionary.stores._redis_layout import (
@@ -101,7 +101,6 @@ NO_SEARCH = (
     "capability (sqlite, postgresql or mysql)"
 )
 _LIST_BATCH = 200
-_KEY_CACHE = 1024  # sessions whose append keys a store remembers
 
 
 class AsyncRedisStore(AsyncRedisDocuments):
@@ -146,10 +145,9 @@ class AsyncRedisStore(AsyncRedisDocuments):
         self.snapshot_frequency = snapshot_frequency
         self.max_messages = max_messages
         self._ttl = "0" if ttl is None else str(max(1, round(ttl * 1000)))
-        script = append_script(snapshot_frequency, max_messages or 0, self._ttl)
-        self._conn = AsyncRedisConnection(url, connect_timeout, {"append": script})
+        self._appends = Appends(namespace, snapshot_frequency, max_messages or 0, self._ttl)
+        self._conn = AsyncRedisConnection(url, connect_timeout, {"append": self._appends.script})
         self._client = self._conn.client
-        self._append_keys: dict[tuple[str, str, str], list[str]] = {}
 
     async def __aenter__(self) -> AsyncRedisStore:
         return self
@@ -163,17 +161,6 @@ class AsyncRedisStore(AsyncRedisDocuments):
 
     def _keys(self, scope: Scope) -> ScopeKeys:
         return ScopeKeys(self.namespace, scope)
-
-    def _keys_to_append(self, scope: Scope, session_id: str) -> list[str]:
-        """The keys the append script gets (all of the session's with a TTL), remembered."""
-        known = (scope.tenant, scope.user, session_id)
-        keys = self._append_keys.get(known)
-        if keys is None:
-            if len(self._append_keys) >= _KEY_CACHE:
-                self._append_keys.clear()
-            session = self._keys(scope).session(session_id)
-            keys = self._append_keys[known] = session.all if self._ttl != "0" else session.append
-        return keys
 
     async def _session_script(
         self, name: str, keys: SessionKeys, *args: Any, with_time: bool = True
@@ -292,14 +279,14 @@ class AsyncRedisStore(AsyncRedisDocuments):
         expected_head: Expected,
     ) -> list[Message]:
         prepared = prepare_messages(messages, self.max_message_bytes, indexed=False)
-        args: list[Any] = [now_us(), session_id, _parent_arg(parent), _expected_arg(expected_head)]
-        for item in prepared:
-            message = item.message
-            args += [message.role, f"{message.id} {item.created_us} {item.body}"]
-        keys = self._keys_to_append(scope, session_id)
-        result = await self._conn.run("append", keys, args)
-        if isinstance(result, str):  # the lean path: one message, stored after `result[1:]`
-            return [stored_copy(prepared[0].message, result[1:])]
+        args = append_args(session_id, now_us(), parent, expected_head, prepared)
+        route = self._appends.route(scope, session_id)
+        result = await self._conn.run("append", route.keys(len(prepared), parent is HEAD), args)
+        if isinstance(result, str) and result[0] == "?":  # the lean path did not apply
+            route.ended = result == "?!"
+            result = await self._conn.run("append", route.full, args)
+        if isinstance(result, str):  # the lean path stored the one message
+            return [stored_copy(prepared[0].message, route.stored(result))]
         status = result[0]
         if status == "nosession":
             raise SessionNotFound(f"no session {session_id!r} in this scope")
@@ -309,7 +296,8 @@ class AsyncRedisStore(AsyncRedisDocuments):
             raise HeadConflict(
                 f"session {session_id!r} head is {result[1] or None!r}, not {expected_head!r}"
             )
-        return stored_messages(prepared, result[1:])
+        route.learn(result[1])
+        return stored_messages(prepared, result[2:])
 
     async def update_message(self, scope: Scope, session_id: str, message: Message) -> Message:
         (item,) = prepare_messages([message], self.max_message_bytes)
@@ -573,22 +561,6 @@ def _updated_row(old_row: str, update: SessionUpdate) -> str:
     info.cost += update.add_cost
     info.version += 1
     return row_text(info)
-
-
-def _parent_arg(parent: Parent) -> str:
-    if parent is Head.HEAD:
-        return "H"
-    if parent is None:
-        return "N"
-    if not isinstance(parent, str) or not parent:
-        raise MessageNotFound(f"parent message {parent!r} is not in this session")
-    return "I" + parent
-
-
-def _expected_arg(expected: Expected) -> str:
-    if expected is Head.ANY:
-        return "*"
-    return "N" if expected is None else "I" + str(expected)
 
 
 def _check_status(status: str, session_id: str, message_id: str | None) -> None:

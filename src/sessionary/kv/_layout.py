@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -147,7 +147,8 @@ class Meta:
         return None if meta.expired() else meta
 
     def encode(self) -> str:
-        return _dump(asdict(self))
+        # What `asdict` gives, without its deep copy (the state is only read here).
+        return _dump({name: getattr(self, name) for name in _META_FIELDS})
 
     def expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= time.time()
@@ -234,8 +235,9 @@ class Encoded:
     text: str
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_dump = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+"""Encode JSON compactly (one encoder: `json.dumps` with options builds one per call)."""
+_META_FIELDS = tuple(f.name for f in fields(Meta))
 
 
 def encode_messages(

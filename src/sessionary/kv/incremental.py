@@ -22,6 +22,12 @@ stalls past it could still write after another took over, which a commit cannot.
 A roll-up is a commit of its own right after the append that made it due (or on
 `snapshot_now`); if it loses a race it is simply tried again, and a crash before it only
 leaves more loose entries for the next append to fold in.
+
+The manager remembers the meta entry of each session it last wrote (or read), so an
+append by the session's only writer is one `commit`, with no read first: the commit
+expects the remembered entry, and if another writer changed it meanwhile the commit
+fails and the append reads the entry and tries again, as it would have anyway. The
+memory is only ever a guess that the commit checks.
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ from sessionary.records import check_patch, merge_patch
 from sessionary.stores._common import check_limit
 
 __all__ = ["AsyncIncrementalSessionManager"]
+
+_KNOWN = 1024  # sessions whose meta entry a manager remembers
 
 
 class AsyncIncrementalSessionManager:
@@ -101,6 +109,21 @@ class AsyncIncrementalSessionManager:
         self.snapshot_frequency = snapshot_frequency
         self.max_messages = max_messages
         self.ttl = ttl
+        self._known: dict[str, tuple[str, Meta]] = {}  # session id -> meta text, entry
+
+    def _remember(self, keys: SessionKeys, text: str | None, meta: Meta | None) -> None:
+        """Remember a session's meta entry as last written or read (or forget it)."""
+        if text is None or meta is None or meta.layout != CHUNKED:
+            self._known.pop(keys.session_id, None)
+            return
+        if len(self._known) >= _KNOWN:
+            self._known.clear()
+        self._known[keys.session_id] = (text, meta)
+
+    def _recalled(self, keys: SessionKeys) -> tuple[str, Meta] | None:
+        """The remembered meta entry of a session, if it has not expired."""
+        known = self._known.get(keys.session_id)
+        return None if known is None or known[1].expired() else known
 
     async def append_message(self, session_id: str, message: Message) -> int:
         """Append one message; see `append_messages`.
@@ -139,18 +162,27 @@ class AsyncIncrementalSessionManager:
     ) -> tuple[int, Meta | None]:
         """Commit the batch's unstored messages; return how many, and the new meta entry."""
         backoff = AsyncBackoff(f"append to session {keys.session_id!r}")
+        known = self._recalled(keys)
         while batch:
-            current, meta, moves = await self._read_meta(keys)
+            current: str | None
+            meta: Meta | None
+            moves: dict[str, str | None] = {}
+            if known is not None:  # the guess: nobody else wrote since this manager did
+                current, meta = known
+            else:
+                current, meta, moves = await self._read_meta(keys)
             new, writes = plan_append(keys, meta or Meta.new(None), batch, self.ttl)
             writes.update(moves)
             expect: dict[str, str | None] = {keys.meta: current}
             expect.update((keys.message_id(item.id), None) for item in batch)
             if await self.driver.commit(expect, writes):
+                self._remember(keys, writes[keys.meta], new)
                 return len(batch), new
+            self._remember(keys, None, None)
             unstored = await self._unstored(keys, batch)
-            if len(unstored) == len(batch):
+            if len(unstored) == len(batch) and known is None:
                 await backoff.wait()
-            batch = unstored
+            batch, known = unstored, None
         return 0, None
 
     async def _unstored(self, keys: SessionKeys, batch: list[Encoded]) -> list[Encoded]:
@@ -277,6 +309,7 @@ class AsyncIncrementalSessionManager:
             new = meta.touched(self.ttl, state=merge_patch(meta.state, patch))
             writes[keys.meta] = new.encode()
             if await self.driver.commit({keys.meta: current}, writes):
+                self._remember(keys, writes[keys.meta], new)
                 return new.state
             await backoff.wait()
 
@@ -313,6 +346,8 @@ class AsyncIncrementalSessionManager:
             if walk is not None:
                 writes = {**moves, **plan_roll_up(keys, meta, runs, walk)}
                 if await self.driver.commit({keys.meta: listing.meta_text}, writes):
+                    text = writes[keys.meta]
+                    self._remember(keys, text, Meta.decode(text))
                     return
             await backoff.wait()
 
@@ -353,6 +388,7 @@ class AsyncIncrementalSessionManager:
 
     async def _remove(self, keys: SessionKeys) -> None:
         """Delete every entry of a session, retrying while writers change it."""
+        self._remember(keys, None, None)
         backoff = AsyncBackoff(f"delete session {keys.session_id!r}")
         while True:
             # The session's entries first, then its ids: a write between the two

@@ -30,30 +30,63 @@ __all__ = ["DEFAULT_URL", "AsyncRedisDriver", "RedisDriver"]
 
 DEFAULT_URL = "redis://localhost:6379/0"
 
-# KEYS: index, the expected keys, the written keys. ARGV: how many keys are expected, then
-# (present?, value) per expected key, then (store?, value, member) per written key.
+# KEYS: the index, then each key the commit names once. ARGV: two letters per key (what
+# it must hold: '-' anything, '0' nothing, '1' the next value; what to do: '-' nothing,
+# 'd' delete, 's' store the next value), the length of the value keys' prefix (a key
+# minus it is its index member), then the values in that order. Checks come first, then
+# every write at once: one MSET, one ZADD for the keys that may be new, one DEL.
 _COMMIT = """
-local expected = tonumber(ARGV[1])
-local a = 2
-for i = 2, expected + 1 do
-  local current = redis.call('GET', KEYS[i])
-  if ARGV[a] == '0' then
-    if current then return 0 end
-  elseif current ~= ARGV[a + 1] then
-    return 0
+local ops, cut = ARGV[1], tonumber(ARGV[2]) + 1
+local a, sets, members, dels, gone = 3, {}, {}, {}, {}
+local checked, wanted = {}, {}
+for i = 2, #KEYS do
+  local expect, write = string.byte(ops, 2 * i - 3, 2 * i - 2)
+  if expect ~= 45 then  -- '-'
+    checked[#checked + 1] = KEYS[i]
+    if expect == 49 then  -- '1'
+      wanted[#checked] = ARGV[a]
+      a = a + 1
+    else
+      wanted[#checked] = false
+    end
   end
-  a = a + 2
-end
-for i = expected + 2, #KEYS do
-  if ARGV[a] == '0' then
-    redis.call('DEL', KEYS[i])
-    redis.call('ZREM', KEYS[1], ARGV[a + 2])
-  else
-    redis.call('SET', KEYS[i], ARGV[a + 1])
-    redis.call('ZADD', KEYS[1], 0, ARGV[a + 2])
+  if write == 115 then  -- 's'
+    sets[#sets + 1] = KEYS[i]
+    sets[#sets + 1] = ARGV[a]
+    a = a + 1
+    if expect ~= 49 then
+      members[#members + 1] = 0
+      members[#members + 1] = string.sub(KEYS[i], cut)
+    end
+  elseif write == 100 then  -- 'd'
+    dels[#dels + 1] = KEYS[i]
+    gone[#gone + 1] = string.sub(KEYS[i], cut)
   end
-  a = a + 3
 end
+local function each(command, key, list, step)
+  for i = 1, #list, step do
+    local last = math.min(i + step - 1, #list)
+    if key then
+      redis.call(command, key, unpack(list, i, last))
+    else
+      redis.call(command, unpack(list, i, last))
+    end
+  end
+end
+if #checked > 0 then
+  local found = {}
+  for i = 1, #checked, 1000 do
+    local got = redis.call('MGET', unpack(checked, i, math.min(i + 999, #checked)))
+    for j = 1, #got do found[i + j - 1] = got[j] end
+  end
+  for i = 1, #checked do
+    if found[i] ~= wanted[i] then return 0 end
+  end
+end
+each('MSET', nil, sets, 1000)
+each('ZADD', KEYS[1], members, 1000)
+each('DEL', nil, dels, 1000)
+each('ZREM', KEYS[1], gone, 1000)
 return 1
 """
 
@@ -112,13 +145,23 @@ class _Layout:
     def commit_args(
         self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
     ) -> tuple[list[str], list[str]]:
-        keys, args = [self.index], [str(len(expect))]
-        for key, value in expect.items():
+        """The commit script's keys and arguments (each key named once)."""
+        keys, ops, args = [self.index], [], ["", str(len(self.values))]
+        for key in {**expect, **writes}:
             keys.append(self.key(key))
-            args += ["0", ""] if value is None else ["1", check_value(value)]
-        for key, value in writes.items():
-            keys.append(self.key(key))
-            args += ["0", "", key] if value is None else ["1", check_value(value), key]
+            check, write = "-", "-"
+            if key in expect:
+                value = expect[key]
+                check = "0" if value is None else "1"
+                if value is not None:
+                    args.append(check_value(value))
+            if key in writes:
+                value = writes[key]
+                write = "d" if value is None else "s"
+                if value is not None:
+                    args.append(check_value(value))
+            ops.append(check + write)
+        args[0] = "".join(ops)
         return keys, args
 
     @staticmethod

@@ -24,6 +24,12 @@ stalls past it could still write after another took over, which a commit cannot.
 A roll-up is a commit of its own right after the append that made it due (or on
 `snapshot_now`); if it loses a race it is simply tried again, and a crash before it only
 leaves more loose entries for the next append to fold in.
+
+The manager remembers the meta entry of each session it last wrote (or read), so an
+append by the session's only writer is one `commit`, with no read first: the commit
+expects the remembered entry, and if another writer changed it meanwhile the commit
+fails and the append reads the entry and tries again, as it would have anyway. The
+memory is only ever a guess that the commit checks.
 """
 
 from __future__ import annotations
@@ -62,6 +68,8 @@ from sessionary.records import check_patch, merge_patch
 from sessionary.stores._common import check_limit
 
 __all__ = ["IncrementalSessionManager"]
+
+_KNOWN = 1024  # sessions whose meta entry a manager remembers
 
 
 class IncrementalSessionManager:
@@ -103,6 +111,21 @@ class IncrementalSessionManager:
         self.snapshot_frequency = snapshot_frequency
         self.max_messages = max_messages
         self.ttl = ttl
+        self._known: dict[str, tuple[str, Meta]] = {}  # session id -> meta text, entry
+
+    def _remember(self, keys: SessionKeys, text: str | None, meta: Meta | None) -> None:
+        """Remember a session's meta entry as last written or read (or forget it)."""
+        if text is None or meta is None or meta.layout != CHUNKED:
+            self._known.pop(keys.session_id, None)
+            return
+        if len(self._known) >= _KNOWN:
+            self._known.clear()
+        self._known[keys.session_id] = (text, meta)
+
+    def _recalled(self, keys: SessionKeys) -> tuple[str, Meta] | None:
+        """The remembered meta entry of a session, if it has not expired."""
+        known = self._known.get(keys.session_id)
+        return None if known is None or known[1].expired() else known
 
     def append_message(self, session_id: str, message: Message) -> int:
         """Append one message; see `append_messages`.
@@ -139,18 +162,27 @@ class IncrementalSessionManager:
     def _commit_append(self, keys: SessionKeys, batch: list[Encoded]) -> tuple[int, Meta | None]:
         """Commit the batch's unstored messages; return how many, and the new meta entry."""
         backoff = Backoff(f"append to session {keys.session_id!r}")
+        known = self._recalled(keys)
         while batch:
-            current, meta, moves = self._read_meta(keys)
+            current: str | None
+            meta: Meta | None
+            moves: dict[str, str | None] = {}
+            if known is not None:  # the guess: nobody else wrote since this manager did
+                current, meta = known
+            else:
+                current, meta, moves = self._read_meta(keys)
             new, writes = plan_append(keys, meta or Meta.new(None), batch, self.ttl)
             writes.update(moves)
             expect: dict[str, str | None] = {keys.meta: current}
             expect.update((keys.message_id(item.id), None) for item in batch)
             if self.driver.commit(expect, writes):
+                self._remember(keys, writes[keys.meta], new)
                 return len(batch), new
+            self._remember(keys, None, None)
             unstored = self._unstored(keys, batch)
-            if len(unstored) == len(batch):
+            if len(unstored) == len(batch) and known is None:
                 backoff.wait()
-            batch = unstored
+            batch, known = unstored, None
         return 0, None
 
     def _unstored(self, keys: SessionKeys, batch: list[Encoded]) -> list[Encoded]:
@@ -277,6 +309,7 @@ class IncrementalSessionManager:
             new = meta.touched(self.ttl, state=merge_patch(meta.state, patch))
             writes[keys.meta] = new.encode()
             if self.driver.commit({keys.meta: current}, writes):
+                self._remember(keys, writes[keys.meta], new)
                 return new.state
             backoff.wait()
 
@@ -313,6 +346,8 @@ class IncrementalSessionManager:
             if walk is not None:
                 writes = {**moves, **plan_roll_up(keys, meta, runs, walk)}
                 if self.driver.commit({keys.meta: listing.meta_text}, writes):
+                    text = writes[keys.meta]
+                    self._remember(keys, text, Meta.decode(text))
                     return
             backoff.wait()
 
@@ -353,6 +388,7 @@ class IncrementalSessionManager:
 
     def _remove(self, keys: SessionKeys) -> None:
         """Delete every entry of a session, retrying while writers change it."""
+        self._remember(keys, None, None)
         backoff = Backoff(f"delete session {keys.session_id!r}")
         while True:
             # The session's entries first, then its ids: a write between the two

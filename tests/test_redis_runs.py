@@ -178,3 +178,36 @@ def test_clear_then_import_keep_runs(redis_url: str, client: Any) -> None:
         fork.append(Message.user("n3", id="n3"))
         page, _ = manager.store.page_messages(manager.scope, fork.id, None, 10)
         assert [m.id for m in page] == ["n0", "n1", "n2", "n3"]
+
+
+def _kill_connections_of(client: Any, store_client: Any) -> None:
+    """Close, on the server side, the connection a store's client has open."""
+    client.client_kill_filter(_id=store_client.client_id())
+
+
+def test_appends_survive_a_lost_script_and_a_killed_connection(redis_url: str, client: Any) -> None:
+    # Appends go straight down a pooled connection: a server that lost the script gets
+    # them the ordinary way (which loads it), and a connection the server closed is
+    # replaced when the pool hands it out.
+    with sessionary.SessionManager(redis_url) as manager:
+        chat = manager.create(id="c")
+        chat.append(Message.user("m0", id="m0"))
+        client.script_flush()
+        chat.append(Message.user("m1", id="m1"))
+        _kill_connections_of(client, manager.store._conn.client)  # type: ignore[attr-defined]
+        chat.append(Message.user("m2", id="m2"))
+        assert [m.id for m in chat.history()] == ["m0", "m1", "m2"]
+
+
+async def test_async_appends_survive_a_lost_script_and_a_killed_connection(
+    redis_url: str, client: Any
+) -> None:
+    async with sessionary.AsyncSessionManager(redis_url) as manager:
+        chat = await manager.create(id="c")
+        await chat.append(Message.user("m0", id="m0"))
+        client.script_flush()
+        await chat.append(Message.user("m1", id="m1"))
+        store_client = manager.store._conn.client  # type: ignore[attr-defined]
+        client.client_kill_filter(_id=await store_client.client_id())
+        await chat.append(Message.user("m2", id="m2"))
+        assert [m.id for m in await chat.history()] == ["m0", "m1", "m2"]

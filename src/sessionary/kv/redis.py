@@ -9,7 +9,8 @@ holds for every client of the server and no client ever sees half a commit. The 
 name keys they compute, so the driver needs one Redis node (not a cluster).
 
 `RedisDriver` uses `redis.Redis`; `AsyncRedisDriver` uses `redis.asyncio.Redis`. Install
-them with `pip install sessionary[redis]`.
+them with `pip install sessionary[redis]`. A commit is sent straight down a pooled
+connection (see `sessionary.kv._redis_wire`), and the ordinary way if that fails.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import StoreError, StoreUnavailable
+from sessionary.kv._redis_wire import evalsha_command, packed, send, send_async
 from sessionary.kv.keys import check_key, check_prefix, check_value, prefix_end
 
 if TYPE_CHECKING:
@@ -122,6 +124,12 @@ def _mapped_errors() -> Iterator[None]:
         raise StoreError(f"Redis failed: {exc}") from exc
 
 
+def _detour(module: Any) -> tuple[type[Exception], ...]:
+    """What sends a direct commit the ordinary way: a lost script, a failed connection."""
+    errors = module.exceptions
+    return (errors.NoScriptError, errors.ConnectionError, errors.TimeoutError)
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -195,6 +203,8 @@ class RedisDriver:
         self._client: redis.Redis = client or module.Redis.from_url(url)
         self._commit = self._client.register_script(_COMMIT)
         self._list = self._client.register_script(_LIST)
+        self._detour = _detour(module)
+        self._direct = isinstance(self._client, module.Redis)  # one node, with a pool
 
     def get(self, key: str) -> str | None:
         """Return the value stored under `key`, or None."""
@@ -224,7 +234,13 @@ class RedisDriver:
     def commit(self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]) -> bool:
         """Apply `writes` if every key in `expect` holds its value; see `KVDriver.commit`."""
         keys, args = self._layout.commit_args(expect, writes)
+        command = evalsha_command(self._commit.sha, packed(keys), len(keys), args)
         with _mapped_errors():
+            if self._direct:
+                try:
+                    return bool(send(self._client, command))
+                except self._detour:  # a lost script or connection: the ordinary way
+                    pass
             return bool(self._commit(keys=keys, args=args))
 
     def close(self) -> None:
@@ -255,6 +271,8 @@ class AsyncRedisDriver:
         self._client: redis.asyncio.Redis = client or module.asyncio.Redis.from_url(url)
         self._commit = self._client.register_script(_COMMIT)
         self._list = self._client.register_script(_LIST)
+        self._detour = _detour(module)
+        self._direct = isinstance(self._client, module.asyncio.Redis)  # one node, with a pool
 
     async def get(self, key: str) -> str | None:
         """Return the value stored under `key`, or None."""
@@ -287,7 +305,13 @@ class AsyncRedisDriver:
     ) -> bool:
         """Apply `writes` if every key in `expect` holds its value; see `AsyncKVDriver.commit`."""
         keys, args = self._layout.commit_args(expect, writes)
+        command = evalsha_command(self._commit.sha, packed(keys), len(keys), args)
         with _mapped_errors():
+            if self._direct:
+                try:
+                    return bool(await send_async(self._client, command))
+                except self._detour:  # a lost script or connection: the ordinary way
+                    pass
             return bool(await self._commit(keys=keys, args=args))
 
     async def close(self) -> None:

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sessionary.errors import MessageNotFound
+from sessionary.kv._redis_wire import packed
 from sessionary.records import Expected, Head, Parent, Scope
 from sessionary.stores._common import Prepared
 from sessionary.stores._redis_layout import ScopeKeys
@@ -168,21 +169,29 @@ return (grows and '+' or '!') .. since .. ' ' .. v[2]
 
 @dataclass(slots=True)
 class AppendRoute:
-    """What a store knows of a session it appends to: its two key lists, its last reply."""
+    """What a store knows of a session it appends to: its two key lists, its last reply.
+
+    Each key list comes with its RESP form, packed once (see `kv._redis_wire`).
+    """
 
     lean: list[str]
     full: list[str]
     frequency: int
     since: int = 0  # appends since the last roll-up, as the last reply said
     ended: bool = False  # the session's run has ended: the lean path no longer applies
+    packed_lean: bytes = b""
+    packed_full: bytes = b""
 
-    def keys(self, count: int, after_head: bool) -> list[str]:
+    def __post_init__(self) -> None:
+        self.packed_lean, self.packed_full = packed(self.lean), packed(self.full)
+
+    def keys(self, count: int, after_head: bool) -> tuple[list[str], bytes]:
         """The keys to send with an append of `count` messages (after the head or not)."""
         if count > 1 or not after_head or self.ended:
-            return self.full
+            return self.full, self.packed_full
         if self.frequency and self.since + 1 >= self.frequency:
-            return self.full  # a roll-up falls due: it needs the chunk keys
-        return self.lean
+            return self.full, self.packed_full  # a roll-up falls due: it needs chunk keys
+        return self.lean, self.packed_lean
 
     def stored(self, reply: str) -> str:
         """Learn from a lean path's reply; return the parent id of the message it stored."""

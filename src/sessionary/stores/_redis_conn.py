@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import StoreError, StoreUnavailable
+from sessionary.kv._redis_wire import evalsha_command, send, send_async
 from sessionary.stores._redis_lua import SCRIPTS
 
 if TYPE_CHECKING:
@@ -49,6 +50,12 @@ def _mapped(exc: Exception) -> StoreError:
     return StoreError(f"Redis failed: {exc}")
 
 
+def _detour(module: Any) -> tuple[type[Exception], ...]:
+    """What sends a direct call the ordinary way: a lost script, a failed connection."""
+    errors = module.exceptions
+    return (errors.NoScriptError, errors.ConnectionError, errors.TimeoutError)
+
+
 def _client_options(connect_timeout: float | None) -> dict[str, Any]:
     options: dict[str, Any] = {"decode_responses": True}
     if connect_timeout is not None:
@@ -70,6 +77,21 @@ class RedisConnection:
         }
         self._missing = module.exceptions.NoScriptError
         self._failed = module.exceptions.RedisError
+        self._detour = _detour(module)
+
+    def run_packed(self, name: str, keys: list[str], packed_keys: bytes, args: list[str]) -> Any:
+        """`run`, sent straight down a pooled connection (`packed_keys`: `keys`, packed).
+
+        A script the server lost, or a connection that failed, takes the ordinary way.
+        """
+        command = evalsha_command(self.scripts[name].sha, packed_keys, len(keys), args)
+        try:
+            return send(self.client, command)
+        except self._detour:
+            pass
+        except self._failed as exc:
+            raise _mapped(exc) from exc
+        return self.run(name, keys, args)
 
     def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run a script by name; return what it returns."""
@@ -104,6 +126,23 @@ class AsyncRedisConnection:
         }
         self._missing = module.exceptions.NoScriptError
         self._failed = module.exceptions.RedisError
+        self._detour = _detour(module)
+
+    async def run_packed(
+        self, name: str, keys: list[str], packed_keys: bytes, args: list[str]
+    ) -> Any:
+        """`run`, sent straight down a pooled connection (`packed_keys`: `keys`, packed).
+
+        A script the server lost, or a connection that failed, takes the ordinary way.
+        """
+        command = evalsha_command(self.scripts[name].sha, packed_keys, len(keys), args)
+        try:
+            return await send_async(self.client, command)
+        except self._detour:
+            pass
+        except self._failed as exc:
+            raise _mapped(exc) from exc
+        return await self.run(name, keys, args)
 
     async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run a script by name; return what it returns."""

@@ -281,10 +281,11 @@ class RedisStore(RedisDocuments):
         prepared = prepare_messages(messages, self.max_message_bytes, indexed=False)
         args = append_args(session_id, now_us(), parent, expected_head, prepared)
         route = self._appends.route(scope, session_id)
-        result = self._conn.run("append", route.keys(len(prepared), parent is HEAD), args)
+        keys, packed_keys = route.keys(len(prepared), parent is HEAD)
+        result = self._conn.run_packed("append", keys, packed_keys, args)
         if isinstance(result, str) and result[0] == "?":  # the lean path did not apply
             route.ended = result == "?!"
-            result = self._conn.run("append", route.full, args)
+            result = self._conn.run_packed("append", route.full, route.packed_full, args)
         if isinstance(result, str):  # the lean path stored the one message
             return [stored_copy(prepared[0].message, route.stored(result))]
         status = result[0]

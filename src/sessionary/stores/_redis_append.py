@@ -121,10 +121,12 @@ local v = redis.call('HMGET', KEYS[1], 'head', 'headid', 'next', 'rolled', 'coun
   'bdepth', 'lin')
 local head, nxt = tonumber(v[1]), tonumber(v[3])
 local since = head and nxt - tonumber(v[4]) + 1
--- The head must be the newest message, the session must have a run, no roll-up or trim
--- may fall due, and the id must be new.
+local rolls = FREQUENCY > 0 and since and since >= FREQUENCY
+-- The head must be the newest message, the session must have a run, and no trim may fall
+-- due. A roll-up needs the chunk keys, and is done here only if it makes one chunk.
 if not head or head ~= nxt - 1 or not v[6] or v[6] == '' or
-    (FREQUENCY > 0 and since >= FREQUENCY) or (FREQUENCY == 0 and MAX_MESSAGES > 0) then
+    (FREQUENCY == 0 and MAX_MESSAGES > 0) or
+    (rolls and (lean or since > FREQUENCY or MAX_MESSAGES > 0)) then
   if lean then return '?' end
   return general()
 end
@@ -153,10 +155,27 @@ if expected ~= '*' and expected ~= 'I' .. v[2] then
 end
 local seq = string.format('%012d', nxt)
 if not grows then redis.call('ZADD', KEYS[7], 0, string.format('%08d:', depth) .. seq) end
-redis.call('HSET', KEYS[3], seq,
-  v[1] .. ' ' .. string.format('%d', depth) .. ' ' .. role .. ' ' .. v[2] .. ' ' .. ARGV[2])
-redis.call('HSET', KEYS[1], 'head', v[3], 'headid', id, 'next', string.format('%d', nxt + 1),
-  'count', string.format('%d', tonumber(v[5]) + 1), 'updated', now)
+local entry = v[1] .. ' ' .. string.format('%d', depth) .. ' ' .. role .. ' ' .. v[2] ..
+  ' ' .. ARGV[2]
+local count, after = string.format('%d', tonumber(v[5]) + 1), string.format('%d', nxt + 1)
+if rolls then
+  -- The loose entries and this one become one chunk (see LIB's roll_up), in one HMGET.
+  local fields = {}
+  for q = tonumber(v[4]), nxt - 1 do fields[#fields + 1] = string.format('%012d', q) end
+  local c = #fields > 0 and redis.call('HMGET', KEYS[3], unpack(fields)) or {}
+  for i = 1, #c do c[i] = c[i] or '' end
+  c[#c + 1] = entry
+  redis.call('HSET', KEYS[4], v[4], '\n' .. table.concat(c, '\n'))
+  redis.call('ZADD', KEYS[5], v[4], v[4])
+  redis.call('DEL', KEYS[3])
+  redis.call('HSET', KEYS[1], 'head', v[3], 'headid', id, 'next', after, 'count', count,
+    'rolled', after, 'updated', now)
+  since = 0
+else
+  redis.call('HSET', KEYS[3], seq, entry)
+  redis.call('HSET', KEYS[1], 'head', v[3], 'headid', id, 'next', after, 'count', count,
+    'updated', now)
+end
 redis.call('ZADD', lean and KEYS[4] or KEYS[8], now, sid)
 if TTL ~= '0' then
   for i = 1, #KEYS do

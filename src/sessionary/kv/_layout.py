@@ -25,15 +25,17 @@ sequence number), so that an append can refuse a duplicate without reading the h
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from json.encoder import encode_basestring
 from typing import Any
 
 from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge, StoreError
 from sessionary.ids import check_id
-from sessionary.model import Message, check_message, parse_message
+from sessionary.model import Message, check_message, parse_message, plain_text
 from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES, check_text
 from sessionary.window import orphan_results, pair_safe_start
 
@@ -147,8 +149,24 @@ class Meta:
         return None if meta.expired() else meta
 
     def encode(self) -> str:
-        # What `asdict` gives, without its deep copy (the state is only read here).
-        return _dump({name: getattr(self, name) for name in _META_FIELDS})
+        """The entry as JSON, the fields in their order (written out: this runs per append).
+
+        Raises:
+            ValueError: If a time is not a finite number (as JSON would).
+        """
+        times = (self.created_at, self.updated_at, self.expires_at)
+        if not all(t is None or math.isfinite(t) for t in times):
+            raise ValueError(f"a meta entry's times must be finite, got {times}")
+        user = "null" if self.user_id is None else _text(self.user_id)
+        expires = "null" if self.expires_at is None else repr(self.expires_at)
+        return (
+            f'{{"created_at":{self.created_at!r},"updated_at":{self.updated_at!r},'
+            f'"user_id":{user},"state":{_dump(self.state)},"version":{self.version},'
+            f'"next_seq":{self.next_seq},"since_snapshot":{self.since_snapshot},'
+            f'"count":{self.count},"expires_at":{expires},"layout":{self.layout},'
+            f'"first_chunk":{self.first_chunk},"next_chunk":{self.next_chunk},'
+            f'"skip":{self.skip}}}'
+        )
 
     def expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= time.time()
@@ -159,6 +177,25 @@ class Meta:
         expires = None if ttl is None else now + ttl
         return replace(
             self, **changes, version=self.version + 1, updated_at=now, expires_at=expires
+        )
+
+    def appended(self, size: int, ttl: float | None) -> Meta:
+        """`touched` after `size` more messages (built directly: this runs per append)."""
+        now = time.time()
+        return Meta(
+            self.created_at,
+            now,
+            self.user_id,
+            self.state,
+            self.version + 1,
+            self.next_seq + size,
+            self.since_snapshot + size,
+            self.count + size,
+            None if ttl is None else now + ttl,
+            self.layout,
+            self.first_chunk,
+            self.next_chunk,
+            self.skip,
         )
 
     def record(self, session_id: str, messages: list[Message]) -> KVSession:
@@ -237,7 +274,7 @@ class Encoded:
 
 _dump = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 """Encode JSON compactly (one encoder: `json.dumps` with options builds one per call)."""
-_META_FIELDS = tuple(f.name for f in fields(Meta))
+_text = encode_basestring
 
 
 def encode_messages(
@@ -257,13 +294,31 @@ def encode_messages(
         if any(e.id == message.id for e in encoded):
             raise InvalidMessage(f"message id {message.id!r} appears twice in one append")
         try:
-            text = _dump(message.to_dict())
+            text = message_json(message)
         except (TypeError, ValueError) as exc:
             raise InvalidMessage(f"message {message.id} holds a value that is not JSON") from exc
         if check_text(text, f"message {message.id}", InvalidMessage) > max_bytes:
             raise PayloadTooLarge(f"message {message.id} is over the limit of {max_bytes} bytes")
         encoded.append(Encoded(message.id, text))
     return encoded
+
+
+def message_json(message: Message) -> str:
+    """`message.to_dict()` as compact JSON; a plain text message is written directly.
+
+    Raises:
+        TypeError, ValueError: If some value cannot be encoded as JSON.
+    """
+    text = plain_text(message)
+    if text is None:
+        return _dump(message.to_dict())
+    # Ids and roles need no escaping (`check_message` allows no such character).
+    parent = "" if message.parent_id is None else f',"parent_id":{_text(message.parent_id)}'
+    return (
+        f'{{"id":"{message.id}","role":"{message.role}","parts":[{{"text":{_text(text)},'
+        f'"type":"text"}}],"metadata":{{}},"created_at":"{message.created_at.isoformat()}"'
+        f"{parent}}}"
+    )
 
 
 def decode_messages(raw: list[dict[str, Any]]) -> list[Message]:
@@ -284,12 +339,7 @@ def plan_append(
         writes[keys.message(seq)] = item.text
         writes[keys.message_id(item.id)] = str(seq)
     size = len(batch)
-    new = meta.touched(
-        ttl,
-        next_seq=meta.next_seq + size,
-        since_snapshot=meta.since_snapshot + size,
-        count=meta.count + size,
-    )
+    new = meta.appended(size, ttl)
     writes[keys.meta] = new.encode()
     return new, writes
 

@@ -29,12 +29,16 @@ The manager remembers the meta entry of each session it last wrote (or read), so
 append by the session's only writer is one `commit`, with no read first: the commit
 expects the remembered entry, and if another writer changed it meanwhile the commit
 fails and the append reads the entry and tries again, as it would have anyway. The
-memory is only ever a guess that the commit checks.
+memory is only ever a guess that the commit checks. Where the manager also knows every
+loose entry that goes with that meta entry (it wrote them, or listed them), an append
+that makes a roll-up due (with nothing to trim) rolls up in the same commit: the seed's
+"append, then the due snapshot", in one step and one round trip.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sessionary._sync.kv.base import KVDriver
@@ -44,6 +48,7 @@ from sessionary.kv._backoff import Backoff
 from sessionary.kv._chunks import (
     TrimWalk,
     chunk_of,
+    plan_append_rolled,
     plan_migration,
     plan_roll_up,
     split,
@@ -70,6 +75,16 @@ from sessionary.stores._common import check_limit
 __all__ = ["IncrementalSessionManager"]
 
 _KNOWN = 1024  # sessions whose meta entry a manager remembers
+_LOOSE_BYTES = 32 * 1024  # loose entries a manager remembers per session, at most
+
+
+@dataclass(slots=True)
+class _Known:
+    """What a manager remembers of a session: its meta entry, and maybe its loose entries."""
+
+    text: str
+    meta: Meta
+    loose: list[tuple[str, str]] | None  # every loose entry, oldest first; None: unknown
 
 
 class IncrementalSessionManager:
@@ -111,21 +126,29 @@ class IncrementalSessionManager:
         self.snapshot_frequency = snapshot_frequency
         self.max_messages = max_messages
         self.ttl = ttl
-        self._known: dict[str, tuple[str, Meta]] = {}  # session id -> meta text, entry
+        self._known: dict[str, _Known] = {}
 
-    def _remember(self, keys: SessionKeys, text: str | None, meta: Meta | None) -> None:
+    def _remember(
+        self,
+        keys: SessionKeys,
+        text: str | None,
+        meta: Meta | None,
+        loose: list[tuple[str, str]] | None = None,
+    ) -> None:
         """Remember a session's meta entry as last written or read (or forget it)."""
         if text is None or meta is None or meta.layout != CHUNKED:
             self._known.pop(keys.session_id, None)
             return
         if len(self._known) >= _KNOWN:
             self._known.clear()
-        self._known[keys.session_id] = (text, meta)
+        if loose is not None and sum(len(entry) for _, entry in loose) > _LOOSE_BYTES:
+            loose = None
+        self._known[keys.session_id] = _Known(text, meta, loose)
 
-    def _recalled(self, keys: SessionKeys) -> tuple[str, Meta] | None:
-        """The remembered meta entry of a session, if it has not expired."""
+    def _recalled(self, keys: SessionKeys) -> _Known | None:
+        """What is remembered of a session, if its meta entry has not expired."""
         known = self._known.get(keys.session_id)
-        return None if known is None or known[1].expired() else known
+        return None if known is None or known.meta.expired() else known
 
     def append_message(self, session_id: str, message: Message) -> int:
         """Append one message; see `append_messages`.
@@ -168,15 +191,16 @@ class IncrementalSessionManager:
             meta: Meta | None
             moves: dict[str, str | None] = {}
             if known is not None:  # the guess: nobody else wrote since this manager did
-                current, meta = known
+                current, meta, loose = known.text, known.meta, known.loose
             else:
                 current, meta, moves = self._read_meta(keys)
-            new, writes = plan_append(keys, meta or Meta.new(None), batch, self.ttl)
+                loose = [] if meta is None else None  # a new session has none
+            new, writes, loose = self._plan_append(keys, meta or Meta.new(None), batch, loose)
             writes.update(moves)
             expect: dict[str, str | None] = {keys.meta: current}
             expect.update((keys.message_id(item.id), None) for item in batch)
             if self.driver.commit(expect, writes):
-                self._remember(keys, writes[keys.meta], new)
+                self._remember(keys, writes[keys.meta], new, loose)
                 return len(batch), new
             self._remember(keys, None, None)
             unstored = self._unstored(keys, batch)
@@ -184,6 +208,27 @@ class IncrementalSessionManager:
                 backoff.wait()
             batch, known = unstored, None
         return 0, None
+
+    def _plan_append(
+        self,
+        keys: SessionKeys,
+        meta: Meta,
+        batch: list[Encoded],
+        loose: list[tuple[str, str]] | None,
+    ) -> tuple[Meta, dict[str, str | None], list[tuple[str, str]] | None]:
+        """The new meta entry, the writes, and the loose entries after them (if known)."""
+        size = len(batch)
+        due = meta.since_snapshot + size >= self.snapshot_frequency
+        fits = self.max_messages is None or meta.count + size <= self.max_messages
+        if due and fits and loose is not None:
+            frequency = self.snapshot_frequency
+            new, writes = plan_append_rolled(keys, meta, loose, batch, frequency, self.ttl)
+            return new, writes, []
+        new, writes = plan_append(keys, meta, batch, self.ttl)
+        if loose is not None:
+            start = meta.next_seq
+            loose = loose + [(keys.message(start + n), item.text) for n, item in enumerate(batch)]
+        return new, writes, loose
 
     def _unstored(self, keys: SessionKeys, batch: list[Encoded]) -> list[Encoded]:
         """The messages of `batch` whose id the session does not hold yet."""
@@ -347,7 +392,7 @@ class IncrementalSessionManager:
                 writes = {**moves, **plan_roll_up(keys, meta, runs, walk)}
                 if self.driver.commit({keys.meta: listing.meta_text}, writes):
                     text = writes[keys.meta]
-                    self._remember(keys, text, Meta.decode(text))
+                    self._remember(keys, text, Meta.decode(text), [])
                     return
             backoff.wait()
 

@@ -154,16 +154,19 @@ class Meta:
         Raises:
             ValueError: If a time is not a finite number (as JSON would).
         """
-        times = (self.created_at, self.updated_at, self.expires_at)
-        if not all(t is None or math.isfinite(t) for t in times):
-            raise ValueError(f"a meta entry's times must be finite, got {times}")
+        expires = self.expires_at
+        if not (math.isfinite(self.created_at) and math.isfinite(self.updated_at)) or (
+            expires is not None and not math.isfinite(expires)
+        ):
+            raise ValueError(f"a meta entry's times must be finite, got {self}")
         user = "null" if self.user_id is None else _text(self.user_id)
-        expires = "null" if self.expires_at is None else repr(self.expires_at)
+        state = "{}" if self.state == {} else _dump(self.state)
         return (
             f'{{"created_at":{self.created_at!r},"updated_at":{self.updated_at!r},'
-            f'"user_id":{user},"state":{_dump(self.state)},"version":{self.version},'
+            f'"user_id":{user},"state":{state},"version":{self.version},'
             f'"next_seq":{self.next_seq},"since_snapshot":{self.since_snapshot},'
-            f'"count":{self.count},"expires_at":{expires},"layout":{self.layout},'
+            f'"count":{self.count},"expires_at":{"null" if expires is None else repr(expires)},'
+            f'"layout":{self.layout},'
             f'"first_chunk":{self.first_chunk},"next_chunk":{self.next_chunk},'
             f'"skip":{self.skip}}}'
         )
@@ -331,17 +334,19 @@ def decode_messages(raw: list[dict[str, Any]]) -> list[Message]:
 
 def plan_append(
     keys: SessionKeys, meta: Meta, batch: list[Encoded], ttl: float | None
-) -> tuple[Meta, dict[str, str | None]]:
-    """Return the new meta entry and every write that appends `batch` after `meta`."""
+) -> tuple[Meta, dict[str, str | None], list[tuple[str, str]]]:
+    """Return the new meta entry, the writes that append `batch`, and its loose entries."""
     writes: dict[str, str | None] = {}
+    fresh = []
     for offset, item in enumerate(batch):
         seq = meta.next_seq + offset
-        writes[keys.message(seq)] = item.text
+        key = keys.message(seq)
+        writes[key] = item.text
         writes[keys.message_id(item.id)] = str(seq)
-    size = len(batch)
-    new = meta.appended(size, ttl)
+        fresh.append((key, item.text))
+    new = meta.appended(len(batch), ttl)
     writes[keys.meta] = new.encode()
-    return new, writes
+    return new, writes, fresh
 
 
 def history_window(messages: list[Message], limit: int | None) -> list[Message]:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sessionary.errors import AlreadyExists, InvalidInput
 from sessionary.ids import check_id
@@ -83,6 +83,18 @@ class _Known:
     text: str
     meta: Meta
     loose: list[tuple[str, str]] | None  # every loose entry, oldest first; None: unknown
+    size: int = 0  # the characters of the loose entries
+
+    def wrote(self, text: str, meta: Meta, fresh: list[tuple[str, str]] | None) -> None:
+        """Learn a commit's meta entry and its new loose entries (None: a roll-up)."""
+        self.text, self.meta = text, meta
+        if fresh is None:
+            self.loose, self.size = [], 0
+        elif self.loose is not None:
+            self.loose += fresh
+            self.size += sum(len(entry) for _, entry in fresh)
+            if self.size > _LOOSE_BYTES:
+                self.loose = None
 
 
 class AsyncIncrementalSessionManager:
@@ -133,15 +145,35 @@ class AsyncIncrementalSessionManager:
         meta: Meta | None,
         loose: list[tuple[str, str]] | None = None,
     ) -> None:
-        """Remember a session's meta entry as last written or read (or forget it)."""
+        """Remember a session's meta entry as last written or read (or forget it).
+
+        `loose`, if given, must be all of the session's loose entries (a new list).
+        """
         if text is None or meta is None or meta.layout != CHUNKED:
             self._known.pop(keys.session_id, None)
             return
         if len(self._known) >= _KNOWN:
             self._known.clear()
-        if loose is not None and sum(len(entry) for _, entry in loose) > _LOOSE_BYTES:
-            loose = None
-        self._known[keys.session_id] = _Known(text, meta, loose)
+        known = self._known[keys.session_id] = _Known(text, meta, None)
+        if loose is not None:
+            known.loose = []
+            known.wrote(text, meta, loose)
+
+    def _appended(
+        self,
+        keys: SessionKeys,
+        known: _Known | None,
+        text: str,
+        meta: Meta,
+        loose: list[tuple[str, str]] | None,
+        fresh: list[tuple[str, str]] | None,
+    ) -> None:
+        """Remember an append's commit; `loose` were the loose entries before it."""
+        if known is None:
+            self._remember(keys, text, meta, loose)
+            known = self._known.get(keys.session_id)
+        if known is not None:
+            known.wrote(text, meta, fresh)
 
     def _recalled(self, keys: SessionKeys) -> _Known | None:
         """What is remembered of a session, if its meta entry has not expired."""
@@ -195,12 +227,12 @@ class AsyncIncrementalSessionManager:
             else:
                 current, meta, moves = await self._read_meta(keys)
                 loose = [] if meta is None else None  # a new session has none
-            new, writes, loose = self._plan_append(keys, meta or Meta.new(None), batch, loose)
+            new, writes, fresh = self._plan_append(keys, meta or Meta.new(None), batch, loose)
             writes.update(moves)
             expect: dict[str, str | None] = {keys.meta: current}
             expect.update((keys.message_id(item.id), None) for item in batch)
             if await self.driver.commit(expect, writes):
-                self._remember(keys, writes[keys.meta], new, loose)
+                self._appended(keys, known, cast(str, writes[keys.meta]), new, loose, fresh)
                 return len(batch), new
             self._remember(keys, None, None)
             unstored = await self._unstored(keys, batch)
@@ -216,19 +248,15 @@ class AsyncIncrementalSessionManager:
         batch: list[Encoded],
         loose: list[tuple[str, str]] | None,
     ) -> tuple[Meta, dict[str, str | None], list[tuple[str, str]] | None]:
-        """The new meta entry, the writes, and the loose entries after them (if known)."""
+        """The new meta entry, the writes, and the new loose entries (None: rolled up)."""
         size = len(batch)
         due = meta.since_snapshot + size >= self.snapshot_frequency
         fits = self.max_messages is None or meta.count + size <= self.max_messages
         if due and fits and loose is not None:
             frequency = self.snapshot_frequency
             new, writes = plan_append_rolled(keys, meta, loose, batch, frequency, self.ttl)
-            return new, writes, []
-        new, writes = plan_append(keys, meta, batch, self.ttl)
-        if loose is not None:
-            start = meta.next_seq
-            loose = loose + [(keys.message(start + n), item.text) for n, item in enumerate(batch)]
-        return new, writes, loose
+            return new, writes, None
+        return plan_append(keys, meta, batch, self.ttl)
 
     async def _unstored(self, keys: SessionKeys, batch: list[Encoded]) -> list[Encoded]:
         """The messages of `batch` whose id the session does not hold yet."""

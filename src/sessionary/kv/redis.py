@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sessionary._optional import require
 from sessionary.errors import StoreError, StoreUnavailable
 from sessionary.kv._redis_wire import evalsha_command, packed, send, send_async
-from sessionary.kv.keys import check_key, check_prefix, check_value, prefix_end
+from sessionary.kv.keys import MAX_KEY_LENGTH, check_key, check_prefix, check_value, prefix_end
 
 if TYPE_CHECKING:
     import redis
@@ -130,6 +130,15 @@ def _detour(module: Any) -> tuple[type[Exception], ...]:
     return (errors.NoScriptError, errors.ConnectionError, errors.TimeoutError)
 
 
+def _string(value: object) -> str:
+    """`value` if it is a string (its Unicode is checked when it is packed).
+
+    Raises:
+        InvalidInput: If it is not a string.
+    """
+    return value if isinstance(value, str) else check_value(value)
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -153,24 +162,48 @@ class _Layout:
     def commit_args(
         self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
     ) -> tuple[list[str], list[str]]:
-        """The commit script's keys and arguments (each key named once)."""
+        """The commit script's keys and arguments (each key named once).
+
+        Only types and lengths are checked here: a lone surrogate fails the encoding
+        when the command is packed (see `RedisDriver.commit`), which saves encoding every
+        key and value twice.
+        """
         keys, ops, args = [self.index], [], ["", str(len(self.values))]
+        values = self.values
         for key in {**expect, **writes}:
-            keys.append(self.key(key))
+            if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
+                check_key(key)  # raises
+            keys.append(values + key)
             check, write = "-", "-"
             if key in expect:
                 value = expect[key]
                 check = "0" if value is None else "1"
                 if value is not None:
-                    args.append(check_value(value))
+                    args.append(_string(value))
             if key in writes:
                 value = writes[key]
                 write = "d" if value is None else "s"
                 if value is not None:
-                    args.append(check_value(value))
+                    args.append(_string(value))
             ops.append(check + write)
         args[0] = "".join(ops)
         return keys, args
+
+    def commit_command(
+        self, sha: str, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
+    ) -> tuple[list[bytes], list[str], list[str]]:
+        """The packed `EVALSHA` of a commit, and its keys and arguments.
+
+        Raises:
+            InvalidInput: If a key or value is not a string of valid Unicode.
+        """
+        keys, args = self.commit_args(expect, writes)
+        try:
+            return evalsha_command(sha, packed(keys), len(keys), args), keys, args
+        except UnicodeEncodeError:
+            for text in [*keys, *args]:
+                check_value(text)  # names the lone surrogate
+            raise
 
     @staticmethod
     def pairs(flat: list[Any]) -> list[tuple[str, str]]:
@@ -233,8 +266,7 @@ class RedisDriver:
 
     def commit(self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]) -> bool:
         """Apply `writes` if every key in `expect` holds its value; see `KVDriver.commit`."""
-        keys, args = self._layout.commit_args(expect, writes)
-        command = evalsha_command(self._commit.sha, packed(keys), len(keys), args)
+        command, keys, args = self._layout.commit_command(self._commit.sha, expect, writes)
         with _mapped_errors():
             if self._direct:
                 try:
@@ -304,8 +336,7 @@ class AsyncRedisDriver:
         self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
     ) -> bool:
         """Apply `writes` if every key in `expect` holds its value; see `AsyncKVDriver.commit`."""
-        keys, args = self._layout.commit_args(expect, writes)
-        command = evalsha_command(self._commit.sha, packed(keys), len(keys), args)
+        command, keys, args = self._layout.commit_command(self._commit.sha, expect, writes)
         with _mapped_errors():
             if self._direct:
                 try:

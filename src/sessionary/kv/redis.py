@@ -35,23 +35,25 @@ DEFAULT_URL = "redis://localhost:6379/0"
 # KEYS: the index, then each key the commit names once. ARGV: two letters per key (what
 # it must hold: '-' anything, '0' nothing, '1' the next value; what to do: '-' nothing,
 # 'd' delete, 's' store the next value), the length of the value keys' prefix (a key
-# minus it is its index member), then the values in that order. Checks come first, then
-# every write at once: one MSET, one ZADD for the keys that may be new, one DEL.
+# minus it is its index member), then the expected values, then the values to store,
+# each in key order. Every check comes first;
+# then the writes go in as few calls as Lua can pass arguments to (MSET, ZADD for the
+# keys that may be new, DEL and ZREM), a thousand at a time.
 _COMMIT = """
 local ops, cut = ARGV[1], tonumber(ARGV[2]) + 1
-local a, sets, members, dels, gone = 3, {}, {}, {}, {}
-local checked, wanted = {}, {}
-for i = 2, #KEYS do
-  local expect, write = string.byte(ops, 2 * i - 3, 2 * i - 2)
-  if expect ~= 45 then  -- '-'
-    checked[#checked + 1] = KEYS[i]
-    if expect == 49 then  -- '1'
-      wanted[#checked] = ARGV[a]
-      a = a + 1
-    else
-      wanted[#checked] = false
-    end
+local a, n = 3, #KEYS
+for i = 2, n do
+  local expect = string.byte(ops, 2 * i - 3)
+  if expect == 48 then  -- '0'
+    if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end
+  elseif expect == 49 then  -- '1'
+    if redis.call('GET', KEYS[i]) ~= ARGV[a] then return 0 end
+    a = a + 1
   end
+end
+local sets, members, dels, gone = {}, {}, {}, {}
+for i = 2, n do
+  local expect, write = string.byte(ops, 2 * i - 3, 2 * i - 2)
   if write == 115 then  -- 's'
     sets[#sets + 1] = KEYS[i]
     sets[#sets + 1] = ARGV[a]
@@ -65,30 +67,15 @@ for i = 2, #KEYS do
     gone[#gone + 1] = string.sub(KEYS[i], cut)
   end
 end
-local function each(command, key, list, step)
-  for i = 1, #list, step do
-    local last = math.min(i + step - 1, #list)
-    if key then
-      redis.call(command, key, unpack(list, i, last))
-    else
-      redis.call(command, unpack(list, i, last))
-    end
-  end
+for i = 1, #sets, 1000 do redis.call('MSET', unpack(sets, i, math.min(i + 999, #sets))) end
+for i = 1, #members, 1000 do
+  redis.call('ZADD', KEYS[1], unpack(members, i, math.min(i + 999, #members)))
 end
-if #checked > 0 then
-  local found = {}
-  for i = 1, #checked, 1000 do
-    local got = redis.call('MGET', unpack(checked, i, math.min(i + 999, #checked)))
-    for j = 1, #got do found[i + j - 1] = got[j] end
-  end
-  for i = 1, #checked do
-    if found[i] ~= wanted[i] then return 0 end
-  end
+for i = 1, #dels, 1000 do
+  local last = math.min(i + 999, #dels)
+  redis.call('DEL', unpack(dels, i, last))
+  redis.call('ZREM', KEYS[1], unpack(gone, i, last))
 end
-each('MSET', nil, sets, 1000)
-each('ZADD', KEYS[1], members, 1000)
-each('DEL', nil, dels, 1000)
-each('ZREM', KEYS[1], gone, 1000)
 return 1
 """
 
@@ -168,7 +155,7 @@ class _Layout:
         when the command is packed (see `RedisDriver.commit`), which saves encoding every
         key and value twice.
         """
-        keys, ops, args = [self.index], [], ["", str(len(self.values))]
+        keys, ops, checks, stores = [self.index], [], [], []
         values = self.values
         for key in {**expect, **writes}:
             if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
@@ -179,15 +166,14 @@ class _Layout:
                 value = expect[key]
                 check = "0" if value is None else "1"
                 if value is not None:
-                    args.append(_string(value))
+                    checks.append(_string(value))
             if key in writes:
                 value = writes[key]
                 write = "d" if value is None else "s"
                 if value is not None:
-                    args.append(_string(value))
+                    stores.append(_string(value))
             ops.append(check + write)
-        args[0] = "".join(ops)
-        return keys, args
+        return keys, ["".join(ops), str(len(values)), *checks, *stores]
 
     def commit_command(
         self, sha: str, expect: Mapping[str, str | None], writes: Mapping[str, str | None]

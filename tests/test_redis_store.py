@@ -108,10 +108,12 @@ def test_ttl_is_a_native_expiry_on_every_key_of_the_session(redis_url: str, clie
     url = _with(redis_url, "ttl=30")
     with sessionary.SessionManager(url) as manager:
         chat = manager.create(id="c")
-        chat.append(Message.user("hi"))
+        first = chat.append(Message.user("hi"))
+        chat.append(Message.assistant("hello"))
+        chat.append(Message.assistant("hello again"), parent=first.id)  # a branch
         chat.update_state({"k": 1})
         keys = _session_keys(client, url, "c")
-        assert {"meta", "ids", "loose", "order", "state"} <= set(keys)
+        assert {"meta", "ids", "loose", "kids", "order", "state"} <= set(keys)
         for key in keys.values():
             assert 0 < client.pttl(key) <= 30_000  # type: ignore[attr-defined]
 

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from json.encoder import encode_basestring
 from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 from sessionary.errors import InvalidId, InvalidMessage
@@ -454,6 +455,8 @@ def part_to_dict(part: Part) -> dict[str, JSON]:
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 """One encoder for every body: `json.dumps` with options builds a new encoder per call."""
+_encode_text = encode_basestring
+"""How `_encode` writes a string (it does not escape non-ASCII text)."""
 
 
 def plain_text(message: Message) -> str | None:
@@ -476,6 +479,9 @@ def encode_body(message: Message) -> str:
     Raises:
         InvalidMessage: If some value cannot be encoded as JSON.
     """
+    text = plain_text(message)
+    if text is not None:  # the common case, as `_encode` would write it, built directly
+        return f'{{"parts":[{{"text":{_encode_text(text)},"type":"text"}}]}}'
     body: dict[str, JSON] = dict(message.extra)
     body["parts"] = [part_to_dict(p) for p in message.parts]
     if message.metadata:

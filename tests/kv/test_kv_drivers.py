@@ -119,3 +119,22 @@ async def test_async_driver_protocol(adriver: Any) -> None:
     assert await adriver.list_prefix("") == [("b:2", "two"), ("d", "four")]
     with pytest.raises(InvalidInput):
         await adriver.put("", "v")
+
+
+def test_a_redis_commit_survives_a_lost_script_and_a_killed_connection(
+    kind: str, driver: Any
+) -> None:
+    # Commits go straight down a pooled connection: a server that lost the script gets
+    # them the ordinary way (which loads it), and a connection the server closed is
+    # replaced when the pool hands it out.
+    if kind != "redis":
+        pytest.skip("Redis only")
+    import redis
+
+    admin = redis.Redis(connection_pool=driver._client.connection_pool)
+    driver.put("a", "1")
+    admin.script_flush()
+    assert driver.commit({"a": "1"}, {"a": "2", "b": "3"})
+    admin.client_kill_filter(_id=driver._client.client_id(), skipme=False)
+    assert driver.commit({"a": "2"}, {"a": None})
+    assert driver.list_prefix("") == [("b", "3")]

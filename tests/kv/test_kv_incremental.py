@@ -217,3 +217,22 @@ async def test_async_manager(adriver: Any) -> None:
     assert texts(session.messages) == ["b", "c", "d"]
     assert await manager.delete_session("s") is True
     assert await adriver.list_prefix("") == []
+
+
+def test_managers_taking_turns_on_a_session_never_lose_a_write(driver: Any) -> None:
+    # Each manager remembers the meta entry it last wrote; the other's writes make that
+    # guess stale, which its next commit must notice (and then read and retry).
+    one = IncrementalSessionManager(driver, snapshot_frequency=3)
+    two = IncrementalSessionManager(driver, snapshot_frequency=3)
+    for n in range(10):
+        writer = one if n % 2 == 0 else two
+        assert writer.append_message("s", Message.user(f"m{n}", id=f"m{n}")) == 1
+        if n == 4:
+            two.update_state("s", {"k": n})
+    one.update_state("s", {"j": 1})
+    assert [m.id for m in two.get_history("s")] == [f"m{n}" for n in range(10)]
+    assert two.get_state("s") == {"k": 4, "j": 1}
+    assert one.append_message("s", Message.user("again", id="m1")) == 0
+    two.delete_session("s")
+    assert one.append_message("s", Message.user("new", id="m1")) == 1
+    assert [m.text for m in one.get_history("s")] == ["new"]

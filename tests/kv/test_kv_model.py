@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 from hypothesis import given, settings
@@ -9,6 +11,8 @@ from hypothesis import strategies as st
 
 from sessionary import Message
 from sessionary.kv import IncrementalSessionManager, MemoryDriver
+from sessionary.kv._layout import Meta, message_json
+from sessionary.model import TextPart
 
 ids = st.sampled_from([f"m{i}" for i in range(30)])
 operations = st.lists(
@@ -68,3 +72,42 @@ def test_history_matches_the_list_model(
         else:
             assert [m.id for m in manager.get_history("s", arg)] == model.history(arg)
     assert [m.id for m in manager.get_history("s")] == model.history(None)
+
+
+@given(
+    st.text(),
+    st.one_of(st.none(), st.text()),
+    st.sampled_from(["user", "assistant", "system"]),
+)
+def test_a_plain_message_is_written_as_its_dict(text: str, parent: str | None, role: str) -> None:
+    message = Message(role, [TextPart(text)], parent_id=parent)  # type: ignore[arg-type]
+    assert message_json(message) == json.dumps(
+        message.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
+
+
+_times = st.floats(min_value=0, max_value=4e9, allow_nan=False)
+
+
+@given(
+    st.builds(
+        Meta,
+        _times,
+        _times,
+        st.one_of(st.none(), st.text()),
+        st.dictionaries(st.text(max_size=4), st.integers(), max_size=3),
+        *[st.integers(0, 10**12)] * 4,
+        st.one_of(st.none(), _times),
+        *[st.integers(0, 10**6)] * 4,
+    )
+)
+def test_a_meta_entry_is_written_as_its_fields(meta: Meta) -> None:
+    assert json.loads(meta.encode()) == dataclasses.asdict(meta)
+    assert Meta.decode(meta.encode()) in (meta, None)  # None: it has expired
+    assert dataclasses.replace(meta, version=meta.version + 1, updated_at=1.0) != meta
+    grown = meta.appended(2, None)
+    assert (grown.next_seq, grown.count, grown.version) == (
+        meta.next_seq + 2,
+        meta.count + 2,
+        meta.version + 1,
+    )

@@ -24,11 +24,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sessionary.kv._layout import CHUNKED, Meta, SessionKeys
+from sessionary.kv._layout import CHUNKED, Encoded, Meta, SessionKeys
 from sessionary.model import Message
 from sessionary.window import orphan_results, pair_safe_start
 
-__all__ = ["TrimWalk", "chunk_of", "plan_migration", "plan_roll_up", "split", "wants_older"]
+__all__ = [
+    "TrimWalk",
+    "chunk_of",
+    "plan_append_rolled",
+    "plan_migration",
+    "plan_roll_up",
+    "split",
+    "wants_older",
+]
 
 
 def plan_migration(
@@ -154,6 +162,34 @@ def plan_roll_up(
     )
     writes[keys.meta] = new.encode()
     return writes
+
+
+def plan_append_rolled(
+    keys: SessionKeys,
+    meta: Meta,
+    loose: list[tuple[str, str]],
+    batch: list[Encoded],
+    frequency: int,
+    ttl: float | None,
+) -> tuple[Meta, dict[str, str | None]]:
+    """The new meta entry and the writes of an append that rolls up in the same commit.
+
+    `loose` are the session's loose entries (all of them, oldest first) when its meta
+    entry was `meta`. They and the batch become new chunks of at most `frequency`, as an
+    append and then a roll-up (with nothing to trim) would leave them; the batch is never
+    written loose.
+    """
+    fresh = [(keys.message(meta.next_seq + n), item.text) for n, item in enumerate(batch)]
+    runs = split(loose + fresh, frequency)
+    writes: dict[str, str | None] = {key: None for key, _ in loose}
+    for n, item in enumerate(batch):
+        writes[keys.message_id(item.id)] = str(meta.next_seq + n)
+    for number, run in enumerate(runs, meta.next_chunk):
+        writes[keys.chunk(number)] = chunk_of(run)
+    grown = meta.appended(len(batch), ttl)
+    new = replace(grown, since_snapshot=0, next_chunk=meta.next_chunk + len(runs))
+    writes[keys.meta] = new.encode()
+    return new, writes
 
 
 def wants_older(messages: list[Message], limit: int | None) -> bool:

@@ -25,15 +25,17 @@ sequence number), so that an append can refuse a duplicate without reading the h
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from json.encoder import encode_basestring
 from typing import Any
 
 from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge, StoreError
 from sessionary.ids import check_id
-from sessionary.model import Message, check_message, parse_message
+from sessionary.model import Message, check_message, parse_message, plain_text
 from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES, check_text
 from sessionary.window import orphan_results, pair_safe_start
 
@@ -147,7 +149,27 @@ class Meta:
         return None if meta.expired() else meta
 
     def encode(self) -> str:
-        return _dump(asdict(self))
+        """The entry as JSON, the fields in their order (written out: this runs per append).
+
+        Raises:
+            ValueError: If a time is not a finite number (as JSON would).
+        """
+        expires = self.expires_at
+        if not (math.isfinite(self.created_at) and math.isfinite(self.updated_at)) or (
+            expires is not None and not math.isfinite(expires)
+        ):
+            raise ValueError(f"a meta entry's times must be finite, got {self}")
+        user = "null" if self.user_id is None else _text(self.user_id)
+        state = "{}" if self.state == {} else _dump(self.state)
+        return (
+            f'{{"created_at":{self.created_at!r},"updated_at":{self.updated_at!r},'
+            f'"user_id":{user},"state":{state},"version":{self.version},'
+            f'"next_seq":{self.next_seq},"since_snapshot":{self.since_snapshot},'
+            f'"count":{self.count},"expires_at":{"null" if expires is None else repr(expires)},'
+            f'"layout":{self.layout},'
+            f'"first_chunk":{self.first_chunk},"next_chunk":{self.next_chunk},'
+            f'"skip":{self.skip}}}'
+        )
 
     def expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= time.time()
@@ -158,6 +180,25 @@ class Meta:
         expires = None if ttl is None else now + ttl
         return replace(
             self, **changes, version=self.version + 1, updated_at=now, expires_at=expires
+        )
+
+    def appended(self, size: int, ttl: float | None) -> Meta:
+        """`touched` after `size` more messages (built directly: this runs per append)."""
+        now = time.time()
+        return Meta(
+            self.created_at,
+            now,
+            self.user_id,
+            self.state,
+            self.version + 1,
+            self.next_seq + size,
+            self.since_snapshot + size,
+            self.count + size,
+            None if ttl is None else now + ttl,
+            self.layout,
+            self.first_chunk,
+            self.next_chunk,
+            self.skip,
         )
 
     def record(self, session_id: str, messages: list[Message]) -> KVSession:
@@ -234,8 +275,9 @@ class Encoded:
     text: str
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_dump = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+"""Encode JSON compactly (one encoder: `json.dumps` with options builds one per call)."""
+_text = encode_basestring
 
 
 def encode_messages(
@@ -255,13 +297,31 @@ def encode_messages(
         if any(e.id == message.id for e in encoded):
             raise InvalidMessage(f"message id {message.id!r} appears twice in one append")
         try:
-            text = _dump(message.to_dict())
+            text = message_json(message)
         except (TypeError, ValueError) as exc:
             raise InvalidMessage(f"message {message.id} holds a value that is not JSON") from exc
         if check_text(text, f"message {message.id}", InvalidMessage) > max_bytes:
             raise PayloadTooLarge(f"message {message.id} is over the limit of {max_bytes} bytes")
         encoded.append(Encoded(message.id, text))
     return encoded
+
+
+def message_json(message: Message) -> str:
+    """`message.to_dict()` as compact JSON; a plain text message is written directly.
+
+    Raises:
+        TypeError, ValueError: If some value cannot be encoded as JSON.
+    """
+    text = plain_text(message)
+    if text is None:
+        return _dump(message.to_dict())
+    # Ids and roles need no escaping (`check_message` allows no such character).
+    parent = "" if message.parent_id is None else f',"parent_id":{_text(message.parent_id)}'
+    return (
+        f'{{"id":"{message.id}","role":"{message.role}","parts":[{{"text":{_text(text)},'
+        f'"type":"text"}}],"metadata":{{}},"created_at":"{message.created_at.isoformat()}"'
+        f"{parent}}}"
+    )
 
 
 def decode_messages(raw: list[dict[str, Any]]) -> list[Message]:
@@ -274,22 +334,19 @@ def decode_messages(raw: list[dict[str, Any]]) -> list[Message]:
 
 def plan_append(
     keys: SessionKeys, meta: Meta, batch: list[Encoded], ttl: float | None
-) -> tuple[Meta, dict[str, str | None]]:
-    """Return the new meta entry and every write that appends `batch` after `meta`."""
+) -> tuple[Meta, dict[str, str | None], list[tuple[str, str]]]:
+    """Return the new meta entry, the writes that append `batch`, and its loose entries."""
     writes: dict[str, str | None] = {}
+    fresh = []
     for offset, item in enumerate(batch):
         seq = meta.next_seq + offset
-        writes[keys.message(seq)] = item.text
+        key = keys.message(seq)
+        writes[key] = item.text
         writes[keys.message_id(item.id)] = str(seq)
-    size = len(batch)
-    new = meta.touched(
-        ttl,
-        next_seq=meta.next_seq + size,
-        since_snapshot=meta.since_snapshot + size,
-        count=meta.count + size,
-    )
+        fresh.append((key, item.text))
+    new = meta.appended(len(batch), ttl)
     writes[keys.meta] = new.encode()
-    return new, writes
+    return new, writes, fresh
 
 
 def history_window(messages: list[Message], limit: int | None) -> list[Message]:

@@ -9,7 +9,8 @@ holds for every client of the server and no client ever sees half a commit. The 
 name keys they compute, so the driver needs one Redis node (not a cluster).
 
 `RedisDriver` uses `redis.Redis`; `AsyncRedisDriver` uses `redis.asyncio.Redis`. Install
-them with `pip install sessionary[redis]`.
+them with `pip install sessionary[redis]`. A commit is sent straight down a pooled
+connection (see `sessionary.kv._redis_wire`), and the ordinary way if that fails.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import StoreError, StoreUnavailable
-from sessionary.kv.keys import check_key, check_prefix, check_value, prefix_end
+from sessionary.kv._redis_wire import evalsha_command, packed, send, send_async
+from sessionary.kv.keys import MAX_KEY_LENGTH, check_key, check_prefix, check_value, prefix_end
 
 if TYPE_CHECKING:
     import redis
@@ -30,29 +32,49 @@ __all__ = ["DEFAULT_URL", "AsyncRedisDriver", "RedisDriver"]
 
 DEFAULT_URL = "redis://localhost:6379/0"
 
-# KEYS: index, the expected keys, the written keys. ARGV: how many keys are expected, then
-# (present?, value) per expected key, then (store?, value, member) per written key.
+# KEYS: the index, then each key the commit names once. ARGV: two letters per key (what
+# it must hold: '-' anything, '0' nothing, '1' the next value; what to do: '-' nothing,
+# 'd' delete, 's' store the next value), the length of the value keys' prefix (a key
+# minus it is its index member), then the expected values, then the values to store,
+# each in key order. Every check comes first;
+# then the writes go in as few calls as Lua can pass arguments to (MSET, ZADD for the
+# keys that may be new, DEL and ZREM), a thousand at a time.
 _COMMIT = """
-local expected = tonumber(ARGV[1])
-local a = 2
-for i = 2, expected + 1 do
-  local current = redis.call('GET', KEYS[i])
-  if ARGV[a] == '0' then
-    if current then return 0 end
-  elseif current ~= ARGV[a + 1] then
-    return 0
+local ops, cut = ARGV[1], tonumber(ARGV[2]) + 1
+local a, n = 3, #KEYS
+for i = 2, n do
+  local expect = string.byte(ops, 2 * i - 3)
+  if expect == 48 then  -- '0'
+    if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end
+  elseif expect == 49 then  -- '1'
+    if redis.call('GET', KEYS[i]) ~= ARGV[a] then return 0 end
+    a = a + 1
   end
-  a = a + 2
 end
-for i = expected + 2, #KEYS do
-  if ARGV[a] == '0' then
-    redis.call('DEL', KEYS[i])
-    redis.call('ZREM', KEYS[1], ARGV[a + 2])
-  else
-    redis.call('SET', KEYS[i], ARGV[a + 1])
-    redis.call('ZADD', KEYS[1], 0, ARGV[a + 2])
+local sets, members, dels, gone = {}, {}, {}, {}
+for i = 2, n do
+  local expect, write = string.byte(ops, 2 * i - 3, 2 * i - 2)
+  if write == 115 then  -- 's'
+    sets[#sets + 1] = KEYS[i]
+    sets[#sets + 1] = ARGV[a]
+    a = a + 1
+    if expect ~= 49 then
+      members[#members + 1] = 0
+      members[#members + 1] = string.sub(KEYS[i], cut)
+    end
+  elseif write == 100 then  -- 'd'
+    dels[#dels + 1] = KEYS[i]
+    gone[#gone + 1] = string.sub(KEYS[i], cut)
   end
-  a = a + 3
+end
+for i = 1, #sets, 1000 do redis.call('MSET', unpack(sets, i, math.min(i + 999, #sets))) end
+for i = 1, #members, 1000 do
+  redis.call('ZADD', KEYS[1], unpack(members, i, math.min(i + 999, #members)))
+end
+for i = 1, #dels, 1000 do
+  local last = math.min(i + 999, #dels)
+  redis.call('DEL', unpack(dels, i, last))
+  redis.call('ZREM', KEYS[1], unpack(gone, i, last))
 end
 return 1
 """
@@ -89,6 +111,21 @@ def _mapped_errors() -> Iterator[None]:
         raise StoreError(f"Redis failed: {exc}") from exc
 
 
+def _detour(module: Any) -> tuple[type[Exception], ...]:
+    """What sends a direct commit the ordinary way: a lost script, a failed connection."""
+    errors = module.exceptions
+    return (errors.NoScriptError, errors.ConnectionError, errors.TimeoutError)
+
+
+def _string(value: object) -> str:
+    """`value` if it is a string (its Unicode is checked when it is packed).
+
+    Raises:
+        InvalidInput: If it is not a string.
+    """
+    return value if isinstance(value, str) else check_value(value)
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -112,14 +149,47 @@ class _Layout:
     def commit_args(
         self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
     ) -> tuple[list[str], list[str]]:
-        keys, args = [self.index], [str(len(expect))]
-        for key, value in expect.items():
-            keys.append(self.key(key))
-            args += ["0", ""] if value is None else ["1", check_value(value)]
-        for key, value in writes.items():
-            keys.append(self.key(key))
-            args += ["0", "", key] if value is None else ["1", check_value(value), key]
-        return keys, args
+        """The commit script's keys and arguments (each key named once).
+
+        Only types and lengths are checked here: a lone surrogate fails the encoding
+        when the command is packed (see `RedisDriver.commit`), which saves encoding every
+        key and value twice.
+        """
+        keys, ops, checks, stores = [self.index], [], [], []
+        values = self.values
+        for key in {**expect, **writes}:
+            if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
+                check_key(key)  # raises
+            keys.append(values + key)
+            check, write = "-", "-"
+            if key in expect:
+                value = expect[key]
+                check = "0" if value is None else "1"
+                if value is not None:
+                    checks.append(_string(value))
+            if key in writes:
+                value = writes[key]
+                write = "d" if value is None else "s"
+                if value is not None:
+                    stores.append(_string(value))
+            ops.append(check + write)
+        return keys, ["".join(ops), str(len(values)), *checks, *stores]
+
+    def commit_command(
+        self, sha: str, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
+    ) -> tuple[list[bytes], list[str], list[str]]:
+        """The packed `EVALSHA` of a commit, and its keys and arguments.
+
+        Raises:
+            InvalidInput: If a key or value is not a string of valid Unicode.
+        """
+        keys, args = self.commit_args(expect, writes)
+        try:
+            return evalsha_command(sha, packed(keys), len(keys), args), keys, args
+        except UnicodeEncodeError:
+            for text in [*keys, *args]:
+                check_value(text)  # names the lone surrogate
+            raise
 
     @staticmethod
     def pairs(flat: list[Any]) -> list[tuple[str, str]]:
@@ -152,6 +222,8 @@ class RedisDriver:
         self._client: redis.Redis = client or module.Redis.from_url(url)
         self._commit = self._client.register_script(_COMMIT)
         self._list = self._client.register_script(_LIST)
+        self._detour = _detour(module)
+        self._direct = isinstance(self._client, module.Redis)  # one node, with a pool
 
     def get(self, key: str) -> str | None:
         """Return the value stored under `key`, or None."""
@@ -180,8 +252,13 @@ class RedisDriver:
 
     def commit(self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]) -> bool:
         """Apply `writes` if every key in `expect` holds its value; see `KVDriver.commit`."""
-        keys, args = self._layout.commit_args(expect, writes)
+        command, keys, args = self._layout.commit_command(self._commit.sha, expect, writes)
         with _mapped_errors():
+            if self._direct:
+                try:
+                    return bool(send(self._client, command))
+                except self._detour:  # a lost script or connection: the ordinary way
+                    pass
             return bool(self._commit(keys=keys, args=args))
 
     def close(self) -> None:
@@ -212,6 +289,8 @@ class AsyncRedisDriver:
         self._client: redis.asyncio.Redis = client or module.asyncio.Redis.from_url(url)
         self._commit = self._client.register_script(_COMMIT)
         self._list = self._client.register_script(_LIST)
+        self._detour = _detour(module)
+        self._direct = isinstance(self._client, module.asyncio.Redis)  # one node, with a pool
 
     async def get(self, key: str) -> str | None:
         """Return the value stored under `key`, or None."""
@@ -243,8 +322,13 @@ class AsyncRedisDriver:
         self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
     ) -> bool:
         """Apply `writes` if every key in `expect` holds its value; see `AsyncKVDriver.commit`."""
-        keys, args = self._layout.commit_args(expect, writes)
+        command, keys, args = self._layout.commit_command(self._commit.sha, expect, writes)
         with _mapped_errors():
+            if self._direct:
+                try:
+                    return bool(await send_async(self._client, command))
+                except self._detour:  # a lost script or connection: the ordinary way
+                    pass
             return bool(await self._commit(keys=keys, args=args))
 
     async def close(self) -> None:

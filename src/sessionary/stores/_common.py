@@ -126,12 +126,13 @@ def _plain_size(text: str, message_id: str, max_bytes: int) -> int:
 
 
 def prepare_messages(
-    messages: Sequence[Message], max_bytes: int, *, plain: bool = False
+    messages: Sequence[Message], max_bytes: int, *, plain: bool = False, indexed: bool = True
 ) -> list[Prepared]:
     """Check and encode messages before anything is written.
 
     With `plain`, a message that is one bare text part (see `plain_text`) gets an empty
     body: its text column says everything (the SQLite engine stores such messages so).
+    Without `indexed` (a store with no search index), `text` is left empty.
 
     Raises:
         InvalidMessage: If a message is malformed or two share an id.
@@ -152,7 +153,7 @@ def prepare_messages(
         text = plain_text(message) if plain else None
         if text is None:
             body = encode_body(message)
-            text = message_text(message)
+            text = message_text(message) if indexed else ""
             size = check_text(body, f"message {message.id}", InvalidMessage)
         else:
             body = ""

@@ -1,19 +1,22 @@
 """Connections of the Redis store: a hand-written async/sync pair over redis-py.
 
 Everything the two faces of the store do differently lives here: which client class
-they use and how it closes. Scripts are registered once per connection and run by
-`EVALSHA` (redis-py loads a script again if the server lost it). redis-py's exceptions
-become sessionary's in `mapped_errors`, the only place that maps them.
+they use and how it closes. Scripts are registered once per connection and run by one
+`EVALSHA` each, sent straight through the client (redis-py's script objects add a
+little work to every call); a server that lost a script gets it again through the
+script object. redis-py's exceptions become sessionary's in `mapped_errors` and
+`_mapped`, the only places that map them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import StoreError, StoreUnavailable
+from sessionary.kv._redis_wire import evalsha_command, send, send_async
 from sessionary.stores._redis_lua import SCRIPTS
 
 if TYPE_CHECKING:
@@ -34,10 +37,23 @@ def mapped_errors() -> Iterator[None]:
 
     try:
         yield
-    except (rex.ConnectionError, rex.TimeoutError) as exc:
-        raise StoreUnavailable(f"Redis is unreachable: {exc}") from exc
     except rex.RedisError as exc:
-        raise StoreError(f"Redis failed: {exc}") from exc
+        raise _mapped(exc) from exc
+
+
+def _mapped(exc: Exception) -> StoreError:
+    """The error of sessionary's tree that stands for a redis-py exception."""
+    import redis.exceptions as rex
+
+    if isinstance(exc, rex.ConnectionError | rex.TimeoutError):
+        return StoreUnavailable(f"Redis is unreachable: {exc}")
+    return StoreError(f"Redis failed: {exc}")
+
+
+def _detour(module: Any) -> tuple[type[Exception], ...]:
+    """What sends a direct call the ordinary way: a lost script, a failed connection."""
+    errors = module.exceptions
+    return (errors.NoScriptError, errors.ConnectionError, errors.TimeoutError)
 
 
 def _client_options(connect_timeout: float | None) -> dict[str, Any]:
@@ -48,19 +64,45 @@ def _client_options(connect_timeout: float | None) -> dict[str, Any]:
 
 
 class RedisConnection:
-    """A `redis.Redis` client with the store's scripts registered."""
+    """A `redis.Redis` client with the store's scripts (and `extra` ones) registered."""
 
-    def __init__(self, url: str, connect_timeout: float | None = None) -> None:
+    def __init__(
+        self, url: str, connect_timeout: float | None = None, extra: Mapping[str, str] | None = None
+    ) -> None:
         module = _import_redis()
         self.client: redis.Redis = module.Redis.from_url(url, **_client_options(connect_timeout))
         self.scripts: dict[str, Any] = {
-            name: self.client.register_script(source) for name, source in SCRIPTS.items()
+            name: self.client.register_script(source)
+            for name, source in {**SCRIPTS, **(extra or {})}.items()
         }
+        self._missing = module.exceptions.NoScriptError
+        self._failed = module.exceptions.RedisError
+        self._detour = _detour(module)
+
+    def run_packed(self, name: str, keys: list[str], packed_keys: bytes, args: list[str]) -> Any:
+        """`run`, sent straight down a pooled connection (`packed_keys`: `keys`, packed).
+
+        A script the server lost, or a connection that failed, takes the ordinary way.
+        """
+        command = evalsha_command(self.scripts[name].sha, packed_keys, len(keys), args)
+        try:
+            return send(self.client, command)
+        except self._detour:
+            pass
+        except self._failed as exc:
+            raise _mapped(exc) from exc
+        return self.run(name, keys, args)
 
     def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run a script by name; return what it returns."""
-        with mapped_errors():
-            return self.scripts[name](keys=keys, args=args)
+        script = self.scripts[name]
+        try:
+            try:
+                return self.client.evalsha(script.sha, len(keys), *keys, *args)
+            except self._missing:
+                return script(keys=keys, args=args)  # loads it, then runs it
+        except self._failed as exc:
+            raise _mapped(exc) from exc
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -69,21 +111,49 @@ class RedisConnection:
 
 
 class AsyncRedisConnection:
-    """A `redis.asyncio.Redis` client with the store's scripts registered."""
+    """A `redis.asyncio.Redis` client with the store's scripts (and `extra` ones) registered."""
 
-    def __init__(self, url: str, connect_timeout: float | None = None) -> None:
+    def __init__(
+        self, url: str, connect_timeout: float | None = None, extra: Mapping[str, str] | None = None
+    ) -> None:
         module = _import_redis()
         self.client: redis.asyncio.Redis = module.asyncio.Redis.from_url(
             url, **_client_options(connect_timeout)
         )
         self.scripts: dict[str, Any] = {
-            name: self.client.register_script(source) for name, source in SCRIPTS.items()
+            name: self.client.register_script(source)
+            for name, source in {**SCRIPTS, **(extra or {})}.items()
         }
+        self._missing = module.exceptions.NoScriptError
+        self._failed = module.exceptions.RedisError
+        self._detour = _detour(module)
+
+    async def run_packed(
+        self, name: str, keys: list[str], packed_keys: bytes, args: list[str]
+    ) -> Any:
+        """`run`, sent straight down a pooled connection (`packed_keys`: `keys`, packed).
+
+        A script the server lost, or a connection that failed, takes the ordinary way.
+        """
+        command = evalsha_command(self.scripts[name].sha, packed_keys, len(keys), args)
+        try:
+            return await send_async(self.client, command)
+        except self._detour:
+            pass
+        except self._failed as exc:
+            raise _mapped(exc) from exc
+        return await self.run(name, keys, args)
 
     async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run a script by name; return what it returns."""
-        with mapped_errors():
-            return await self.scripts[name](keys=keys, args=args)
+        script = self.scripts[name]
+        try:
+            try:
+                return await self.client.evalsha(script.sha, len(keys), *keys, *args)
+            except self._missing:
+                return await script(keys=keys, args=args)  # loads it, then runs it
+        except self._failed as exc:
+            raise _mapped(exc) from exc
 
     async def close(self) -> None:
         """Close the client's connections."""

@@ -28,9 +28,9 @@ __all__ = [
     "row_text",
 ]
 
-_SESSION_PARTS = (
-    "meta", "ids", "loose", "snap", "chunks", "kids", "order", "state", "docs", "dhead", "dver",
-)  # fmt: skip
+_MESSAGE_PARTS = ("meta", "ids", "loose", "snap", "chunks", "kids", "order")
+_OTHER_PARTS = ("state", "docs", "dhead", "dver")
+_SESSION_PARTS = _MESSAGE_PARTS + _OTHER_PARTS
 META_FIELDS = ("row", "updated", "headid", "count")
 """The meta fields a session's registry row is read from."""
 
@@ -101,8 +101,26 @@ class SessionKeys:
 
     @property
     def all(self) -> list[str]:
-        """The keys a session script is given: the session's, the registry, the scopes set."""
-        return [*self.own, self.scope.registry, self.scope.scopes]
+        """The keys a session script is given, in the order `_redis_lua` describes."""
+        return [*self.messages, self.scope.registry, self.scope.scopes, *self._others]
+
+    @property
+    def append(self) -> list[str]:
+        """The keys the append script needs without a TTL: the message keys, the registry."""
+        return [*self.messages, self.scope.registry]
+
+    @property
+    def lean(self) -> list[str]:
+        """The keys of the append script's lean path: meta, ids, loose, the registry."""
+        return [*self.messages[:3], self.scope.registry]
+
+    @property
+    def messages(self) -> list[str]:
+        return [self.prefix + name for name in _MESSAGE_PARTS]
+
+    @property
+    def _others(self) -> list[str]:
+        return [self.prefix + name for name in _OTHER_PARTS]
 
 
 def order_member(depth: int, seq: int) -> str:

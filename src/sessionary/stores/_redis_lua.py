@@ -7,22 +7,39 @@ hash fields, so they name no key Redis was not told about.
 
 Session keys, in the order every session script receives them::
 
-    1 meta    hash: head (seq, -1 none), headid, count, next, since, rolled, first,
-              row (the registry row, JSON), updated (microseconds)
+    1 meta    hash: head (seq, -1 none), headid, count, next, rolled, first, base,
+              bdepth, lin (the run, below), row (the registry row, JSON), updated
+              (microseconds); appends since the last roll-up are next - rolled (a
+              `since` field written by older versions is no longer read)
     2 ids     hash: message id -> seq
     3 loose   hash: zero-padded seq -> entry, for every seq >= rolled
-    4 snap    hash: chunk start seq -> JSON array of entries ("" where deleted)
+    4 snap    hash: chunk start seq -> its entries, each after a newline ("" where
+              deleted); chunks written by older versions are JSON arrays
     5 chunks  sorted set: chunk start seq, scored by itself (which chunk holds a seq)
-    6 kids    hash: zero-padded seq -> "seq,seq,..." of its children, oldest first
-    7 order   sorted set (lex): "depth:seq", the order `page_messages` returns
-    8 state   string: the session's state document
-    9-11      the session's documents (index, heads, versions)
-    12        the scope's registry (sorted set: session id scored by updated time)
-    13        the set of every scope that owns something
+    6 kids    hash: zero-padded seq -> "seq,seq,..." of its children, oldest first,
+              except a child whose seq is its parent's plus one (see below)
+    7 order   sorted set (lex): "depth:seq", the order `page_messages` returns, of every
+              message outside the run
+    8         the scope's registry (sorted set: session id scored by updated time)
+    9         the set of every scope that owns something
+    10 state  string: the session's state document
+    11-13     the session's documents (index, heads, versions)
 
 An entry is one line of text: `parent_seq depth role parent_id id created_us body`,
-so a script can follow parents by reading the header without decoding the body.
+so a script can follow parents by reading the header without decoding the body. No
+entry holds a raw newline (a body is JSON, which escapes control characters), so a
+chunk joins its entries with newlines: building one is a concatenation, not an escape
+of every character as a JSON array was.
 Seqs below `first` were trimmed by `max_messages` and read as absent.
+
+Appending at the head of a linear session, the common case, writes neither index: the
+child whose seq is its parent's plus one is found by reading that entry (so `kids`
+lists only the others), and the *run*, the seqs `[base, lin)` (`lin` empty: up to
+`next`) of which each is the child of the one before, is paged by arithmetic (depth
+`bdepth + seq - base`) and merged with `order`. A session has at most one run; the first
+append that does not continue it ends it for good. Sessions written before runs have
+no `base` and every message in `order` (their `kids` may list a parent's plus one too);
+they are read as they are, and their next append starts a run.
 
 Numbers the scripts write go through `string.format('%d')`: Lua's own number-to-string
 conversion keeps only 14 digits, too few for microsecond times.
@@ -30,12 +47,12 @@ conversion keeps only 14 digits, too few for microsecond times.
 
 from __future__ import annotations
 
-__all__ = ["SCRIPTS"]
+__all__ = ["LIB", "SCRIPTS"]
 
-_LIB = r"""
+LIB = r"""
 local META, IDS, LOOSE, SNAP, CHUNKS, KIDS, ORDER = KEYS[1], KEYS[2], KEYS[3], KEYS[4],
   KEYS[5], KEYS[6], KEYS[7]
-local SESSION_KEYS = 11
+local REGISTRY, SCOPES = KEYS[8], KEYS[9]
 local M = {}
 local chunk_cache, dirty = {}, {}
 
@@ -44,18 +61,22 @@ local function pad(n) return string.format('%012d', n) end
 local function order_member(depth, seq) return string.format('%08d:%012d', depth, seq) end
 
 local function load_meta()
-  local v = redis.call('HMGET', META, 'head', 'headid', 'count', 'next', 'since', 'rolled',
-    'first')
+  local v = redis.call('HMGET', META, 'head', 'headid', 'count', 'next', 'rolled', 'first',
+    'base', 'bdepth', 'lin')
   if not v[1] then return false end
   M.head, M.headid, M.count, M.next = tonumber(v[1]), v[2], tonumber(v[3]), tonumber(v[4])
-  M.since, M.rolled, M.first = tonumber(v[5]), tonumber(v[6]), tonumber(v[7])
+  M.rolled, M.first = tonumber(v[5]), tonumber(v[6])
+  M.since = M.next - M.rolled
+  M.base, M.bdepth, M.lin = tonumber(v[7] or ''), tonumber(v[8] or ''), tonumber(v[9] or '')
   return true
 end
 
+local function opt(n) return n and s(n) or '' end
+
 local function save_meta(now)
   redis.call('HSET', META, 'head', s(M.head), 'headid', M.headid, 'count', s(M.count),
-    'next', s(M.next), 'since', s(M.since), 'rolled', s(M.rolled), 'first', s(M.first),
-    'updated', now)
+    'next', s(M.next), 'rolled', s(M.rolled), 'first', s(M.first),
+    'base', opt(M.base), 'bdepth', opt(M.bdepth), 'lin', opt(M.lin), 'updated', now)
 end
 
 local function header(e)
@@ -63,6 +84,15 @@ local function header(e)
     '^(%-?%d+) (%d+) (%S+) (%S+) (%S+) (%-?%d+) ()')
   return tonumber(p), tonumber(d), role, pid, id, pos
 end
+
+local function decode_chunk(raw)
+  if string.sub(raw, 1, 1) == '[' then return cjson.decode(raw) end
+  local c = {}
+  for e in string.gmatch(raw, '\n([^\n]*)') do c[#c + 1] = e end
+  return c
+end
+
+local function encode_chunk(c) return '\n' .. table.concat(c, '\n') end
 
 local function chunk_of(seq)
   local found = redis.call('ZREVRANGEBYSCORE', CHUNKS, seq, '-inf', 'LIMIT', 0, 1)
@@ -72,7 +102,7 @@ local function chunk_of(seq)
   if not c then
     local raw = redis.call('HGET', SNAP, start)
     if not raw then return nil, nil end
-    c = cjson.decode(raw)
+    c = decode_chunk(raw)
     chunk_cache[start] = c
   end
   return start, c
@@ -100,7 +130,7 @@ end
 
 local function flush_chunks()
   for start, _ in pairs(dirty) do
-    redis.call('HSET', SNAP, start, cjson.encode(chunk_cache[start]))
+    redis.call('HSET', SNAP, start, encode_chunk(chunk_cache[start]))
   end
 end
 
@@ -131,17 +161,48 @@ end
 
 local function expire(ttl)
   if ttl == '0' then return end
-  for i = 1, SESSION_KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
+  for i = 1, #KEYS do
+    if i ~= 8 and i ~= 9 then redis.call('PEXPIRE', KEYS[i], ttl) end
+  end
 end
 
 local function touch(now, ttl, sid)
-  redis.call('ZADD', KEYS[12], now, sid)
+  redis.call('ZADD', REGISTRY, now, sid)
   expire(ttl)
+end
+
+-- The children of `q`, oldest first: `q + 1` if that entry answers `q` (never listed in
+-- KIDS by new writes; old ones may list it), then the ones KIDS lists.
+local function children(q)
+  local out = {}
+  local nxt = entry_at(q + 1)
+  if nxt and header(nxt) == q then out[1] = q + 1 end
+  local kids = redis.call('HGET', KIDS, pad(q))
+  if kids then
+    for k in string.gmatch(kids, '%d+') do
+      local kid = tonumber(k)
+      if kid ~= q + 1 then out[#out + 1] = kid end
+    end
+  end
+  return out
+end
+
+-- Record a new message in the indexes, unless it needs none: a child at its parent's seq
+-- plus one is found without KIDS, and a message that continues the run without ORDER.
+-- The first message after a clear (or on a session from before runs) starts the run.
+local function place(seq, parent, depth)
+  if parent >= 0 and seq ~= parent + 1 then add_kid(parent, seq) end
+  if not M.base then
+    M.base, M.bdepth, M.lin = seq, depth, nil
+  elseif not (M.lin == nil and parent == seq - 1 and parent >= M.base) then
+    if M.lin == nil then M.lin = seq end
+    redis.call('ZADD', ORDER, 0, order_member(depth, seq))
+  end
 end
 
 local function write_chunk(start, c, any)
   if any then
-    redis.call('HSET', SNAP, s(start), cjson.encode(c))
+    redis.call('HSET', SNAP, s(start), encode_chunk(c))
     redis.call('ZADD', CHUNKS, start, s(start))
   end
 end
@@ -152,20 +213,23 @@ end
 local function roll_up(size)
   if M.next <= M.rolled then return end
   local start, c, any = M.rolled, {}, false
-  for q = M.rolled, M.next - 1 do
-    if size > 0 and #c == size then
-      write_chunk(start, c, any)
-      start, c, any = q, {}, false
-    end
-    local f = pad(q)
-    local e = redis.call('HGET', LOOSE, f)
-    c[#c + 1] = e or ''
-    if e then
-      any = true
-      redis.call('HDEL', LOOSE, f)
+  local q = M.rolled
+  while q < M.next do
+    local fields = {}
+    for f = q, math.min(q + 999, M.next - 1) do fields[#fields + 1] = pad(f) end
+    for _, e in ipairs(redis.call('HMGET', LOOSE, unpack(fields))) do
+      if size > 0 and #c == size then
+        write_chunk(start, c, any)
+        start, c, any = q, {}, false
+      end
+      c[#c + 1] = e or ''
+      if e then any = true end
+      q = q + 1
     end
   end
   write_chunk(start, c, any)
+  -- LOOSE holds no seq at or past `next`, so every entry it had is in a chunk now.
+  redis.call('DEL', LOOSE)
   M.rolled, M.since = M.next, 0
 end
 
@@ -216,8 +280,8 @@ _CREATE = r"""
 -- ARGV: now, ttl, session id, row, updated, scope member
 if redis.call('EXISTS', META) == 1 then return 0 end
 redis.call('HSET', META, 'row', ARGV[4], 'head', '-1', 'headid', '', 'count', '0',
-  'next', '0', 'since', '0', 'rolled', '0', 'first', '0', 'updated', ARGV[5])
-redis.call('SADD', KEYS[13], ARGV[6])
+  'next', '0', 'rolled', '0', 'first', '0', 'updated', ARGV[5])
+redis.call('SADD', SCOPES, ARGV[6])
 touch(ARGV[5], ARGV[2], ARGV[3])
 return 1
 """
@@ -235,73 +299,11 @@ return 1
 _DELETE_SESSION = r"""
 -- ARGV: session id
 local existed = redis.call('EXISTS', META)
-for i = 1, SESSION_KEYS do redis.call('DEL', KEYS[i]) end
-redis.call('ZREM', KEYS[12], ARGV[1])
+for i = 1, #KEYS do
+  if i ~= 8 and i ~= 9 then redis.call('DEL', KEYS[i]) end
+end
+redis.call('ZREM', REGISTRY, ARGV[1])
 return existed
-"""
-
-_APPEND = r"""
--- ARGV: now, ttl, session id, parent ('H' head, 'N' none, 'I'..id), expected head ('*' any,
--- 'N' none, 'I'..id), snapshot frequency, max messages, then (id, role, created, body)*.
--- Returns 'ok' then per message '+'..parent id when stored now, or the stored entry.
-if not load_meta() then return {'nosession'} end
-local n = (#ARGV - 7) / 4
-local retry = true
-for i = 0, n - 1 do
-  if redis.call('HEXISTS', IDS, ARGV[8 + 4 * i]) == 0 then retry = false break end
-end
-local expected = ARGV[5]
-if expected ~= '*' and not retry then
-  local want = expected == 'N' and '' or string.sub(expected, 2)
-  if want ~= M.headid then return {'head', M.headid} end
-end
-local parent, pdepth, pid = -1, -1, '-'
-if ARGV[4] == 'H' then
-  parent = M.head
-elseif ARGV[4] ~= 'N' then
-  parent = seq_of(string.sub(ARGV[4], 2))
-  if not parent then return {'noparent'} end
-end
-if parent >= 0 then
-  local _, d, _, _, id = header(entry_at(parent))
-  pdepth, pid = d, id
-end
-local out, inserted = {'ok'}, false
-for i = 0, n - 1 do
-  local b = 8 + 4 * i
-  local id = ARGV[b]
-  local old = seq_of(id)
-  if old then
-    local e = entry_at(old)
-    local _, d = header(e)
-    parent, pdepth, pid = old, d, id
-    out[#out + 1] = e
-  else
-    local seq, depth = M.next, pdepth + 1
-    M.next = seq + 1
-    redis.call('HSET', LOOSE, pad(seq), s(parent) .. ' ' .. s(depth) .. ' ' .. ARGV[b + 1] ..
-      ' ' .. pid .. ' ' .. id .. ' ' .. ARGV[b + 2] .. ' ' .. ARGV[b + 3])
-    redis.call('HSET', IDS, id, s(seq))
-    add_kid(parent, seq)
-    redis.call('ZADD', ORDER, 0, order_member(depth, seq))
-    M.count, M.since = M.count + 1, M.since + 1
-    out[#out + 1] = '+' .. pid
-    parent, pdepth, pid, inserted = seq, depth, id, true
-  end
-end
-if inserted then
-  M.head, M.headid = parent, pid
-  local frequency, maxm = tonumber(ARGV[6]), tonumber(ARGV[7])
-  if frequency > 0 and M.since >= frequency then
-    roll_up(frequency)
-    trim(maxm)
-  elseif frequency == 0 then
-    trim(maxm)
-  end
-  save_meta(ARGV[1])
-  touch(ARGV[1], ARGV[2], ARGV[3])
-end
-return out
 """
 
 _ROLL_UP = r"""
@@ -353,22 +355,49 @@ local seq = seq_of(ARGV[2])
 if not seq then return {'nomessage'} end
 if ARGV[1] == 'message' then return {'ok', s(M.first), entry_at(seq)} end
 local out = {'ok', s(M.first)}
-local kids = redis.call('HGET', KIDS, pad(seq))
-if kids then
-  for k in string.gmatch(kids, '%d+') do out[#out + 1] = entry_at(tonumber(k)) end
-end
+for _, kid in ipairs(children(seq)) do out[#out + 1] = entry_at(kid) end
 return out
 """
 
 _PAGE = r"""
--- ARGV: the last order member seen ('' for the start), how many.
+-- ARGV: the last order member seen ('' for the start), how many. Merges ORDER with the
+-- run, whose members are `bdepth + q - base:q` for q in [base, lin or next).
 if not load_meta() then return {'nosession'} end
+local limit = tonumber(ARGV[2])
 local low = ARGV[1] == '' and '-' or '(' .. ARGV[1]
-local members = redis.call('ZRANGEBYLEX', ORDER, low, '+', 'LIMIT', 0, tonumber(ARGV[2]))
-local out = {'ok', s(M.first)}
-for _, member in ipairs(members) do
-  out[#out + 1] = member
-  out[#out + 1] = entry_at(tonumber(string.sub(member, 10)))
+local members = redis.call('ZRANGEBYLEX', ORDER, low, '+', 'LIMIT', 0, limit)
+local q, stop, shift = 0, 0, 0
+if M.base then
+  shift, stop = M.bdepth - M.base, M.lin or M.next
+  q = math.max(M.base, M.first)
+  if ARGV[1] ~= '' then
+    local d, after = tonumber(string.sub(ARGV[1], 1, 8)), tonumber(string.sub(ARGV[1], 10))
+    local from = d - shift
+    if from <= after then from = from + 1 end
+    q = math.max(q, from)
+  end
+end
+local out, i, taken = {'ok', s(M.first)}, 1, 0
+while taken < limit do
+  local e = false
+  while q < stop do
+    e = entry_at(q)
+    if e then break end
+    q = q + 1
+  end
+  local run_member = e and order_member(q + shift, q)
+  local member = members[i]
+  if not member and not run_member then break end
+  if member and (not run_member or member < run_member) then
+    out[#out + 1] = member
+    out[#out + 1] = entry_at(tonumber(string.sub(member, 10)))
+    i = i + 1
+  else
+    out[#out + 1] = run_member
+    out[#out + 1] = e
+    q = q + 1
+  end
+  taken = taken + 1
 end
 return out
 """
@@ -410,21 +439,22 @@ if not load_meta() then return {'nosession'} end
 local root = seq_of(ARGV[4])
 if not root then return {'nomessage'} end
 local parent, _, _, pid = header(entry_at(root))
-local out, stack, head_gone = {'ok'}, {root}, false
+local out, stack, head_gone, cut = {'ok'}, {root}, false, nil
+local run_end = M.base and (M.lin or M.next)
 while #stack > 0 do
   local q = table.remove(stack)
   local _, d, _, _, id = header(entry_at(q))
   out[#out + 1] = id
-  local kids = redis.call('HGET', KIDS, pad(q))
-  if kids then
-    for k in string.gmatch(kids, '%d+') do stack[#stack + 1] = tonumber(k) end
-    redis.call('HDEL', KIDS, pad(q))
-  end
+  for _, kid in ipairs(children(q)) do stack[#stack + 1] = kid end
+  redis.call('HDEL', KIDS, pad(q))
   put_entry(q, false)
   redis.call('HDEL', IDS, id)
   redis.call('ZREM', ORDER, order_member(d, q))
   if q == M.head then head_gone = true end
+  if run_end and q >= M.base and q < run_end and (not cut or q < cut) then cut = q end
 end
+-- The run is a chain: everything in it after a deleted member went too, so it ends there.
+if cut then M.lin = cut end
 local kept_parent = parent >= 0 and parent >= M.first
 if kept_parent then remove_kid(parent, root) end
 if head_gone then
@@ -444,6 +474,7 @@ local count = M.count
 for i = 2, 7 do redis.call('DEL', KEYS[i]) end
 M.head, M.headid, M.count, M.since = -1, '', 0, 0
 M.rolled, M.first = M.next, M.next
+M.base, M.bdepth, M.lin = nil, nil, nil
 save_meta(ARGV[1])
 touch(ARGV[1], ARGV[2], ARGV[3])
 return count
@@ -451,35 +482,35 @@ return count
 
 _IMPORT = r"""
 -- ARGV: 1 now, 2 ttl, 3 session id, 4 row, 5 updated, 6 scope member, 7 head seq,
--- 8 head id, 9 count, 10 rolled, 11 state ('' none), 12 chunks, 13 loose, 14 kids,
--- then chunks (start, json), loose (field, entry), kids (field, list), then
--- (id, seq, order member) per message.
+-- 8 head id, 9 count, 10 rolled, 11 run base ('' none), 12 its depth, 13 state ('' none),
+-- 14 chunks, 15 loose, 16 kids, then chunks (start, text), loose (field, entry), kids
+-- (field, list), then (id, seq, order member ('' in the run)) per message.
 if redis.call('EXISTS', META) == 1 then return 0 end
-local a = 15
-for _ = 1, tonumber(ARGV[12]) do
+local a = 17
+for _ = 1, tonumber(ARGV[14]) do
   redis.call('HSET', SNAP, ARGV[a], ARGV[a + 1])
   redis.call('ZADD', CHUNKS, ARGV[a], ARGV[a])
   a = a + 2
 end
-for _ = 1, tonumber(ARGV[13]) do
+for _ = 1, tonumber(ARGV[15]) do
   redis.call('HSET', LOOSE, ARGV[a], ARGV[a + 1])
   a = a + 2
 end
-for _ = 1, tonumber(ARGV[14]) do
+for _ = 1, tonumber(ARGV[16]) do
   redis.call('HSET', KIDS, ARGV[a], ARGV[a + 1])
   a = a + 2
 end
 while a <= #ARGV do
   redis.call('HSET', IDS, ARGV[a], ARGV[a + 1])
-  redis.call('ZADD', ORDER, 0, ARGV[a + 2])
+  if ARGV[a + 2] ~= '' then redis.call('ZADD', ORDER, 0, ARGV[a + 2]) end
   a = a + 3
 end
 local count = ARGV[9]
 redis.call('HSET', META, 'row', ARGV[4], 'head', ARGV[7], 'headid', ARGV[8], 'count', count,
-  'next', count, 'since', s(tonumber(count) - tonumber(ARGV[10])), 'rolled', ARGV[10],
-  'first', '0', 'updated', ARGV[5])
-if ARGV[11] ~= '' then redis.call('SET', KEYS[8], ARGV[11]) end
-redis.call('SADD', KEYS[13], ARGV[6])
+  'next', count, 'rolled', ARGV[10],
+  'first', '0', 'base', ARGV[11], 'bdepth', ARGV[12], 'lin', '', 'updated', ARGV[5])
+if ARGV[13] ~= '' then redis.call('SET', KEYS[10], ARGV[13]) end
+redis.call('SADD', SCOPES, ARGV[6])
 touch(ARGV[5], ARGV[2], ARGV[3])
 return 1
 """
@@ -594,23 +625,22 @@ return out
 """
 
 SCRIPTS: dict[str, str] = {
-    "create": _LIB + _CREATE,
-    "update_row": _LIB + _UPDATE_ROW,
-    "delete_session": _LIB + _DELETE_SESSION,
-    "append": _LIB + _APPEND,
-    "roll_up": _LIB + _ROLL_UP,
-    "read_path": _LIB + _READ_PATH,
-    "read": _LIB + _READ,
-    "page": _LIB + _PAGE,
-    "set_head": _LIB + _SET_HEAD,
-    "update_message": _LIB + _UPDATE_MESSAGE,
-    "delete_message": _LIB + _DELETE_MESSAGE,
-    "clear": _LIB + _CLEAR,
-    "import": _LIB + _IMPORT,
+    "create": LIB + _CREATE,
+    "update_row": LIB + _UPDATE_ROW,
+    "delete_session": LIB + _DELETE_SESSION,
+    "roll_up": LIB + _ROLL_UP,
+    "read_path": LIB + _READ_PATH,
+    "read": LIB + _READ,
+    "page": LIB + _PAGE,
+    "set_head": LIB + _SET_HEAD,
+    "update_message": LIB + _UPDATE_MESSAGE,
+    "delete_message": LIB + _DELETE_MESSAGE,
+    "clear": LIB + _CLEAR,
+    "import": LIB + _IMPORT,
     "swap": _SWAP,
     "put_document": _DOC_LIB + _PUT_DOCUMENT,
     "restore_document": _DOC_LIB + _RESTORE_DOCUMENT,
     "delete_document": _DOC_LIB + _DELETE_DOCUMENT,
     "read_documents": _DOC_LIB + _READ_DOCUMENTS,
 }
-"""Every script by name; the session scripts share the helpers in `_LIB`."""
+"""Every script by name; the session scripts share the helpers in `LIB`."""

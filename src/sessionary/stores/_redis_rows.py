@@ -7,7 +7,6 @@ module holds only the conversation with the server.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +91,10 @@ class ImportPlan:
 def import_plan(prepared: Sequence[Prepared], head_id: str | None, frequency: int) -> ImportPlan:
     """Lay out a whole session: sequence numbers in order, full chunks, the rest loose.
 
+    The run (see `_redis_lua`) is the longest chain of messages at the end, each answering
+    the one before: those get no order member, and no child at its parent's seq plus one
+    is listed among its children, as appends would have written them.
+
     Raises:
         InvalidInput: If a message names a parent that is not earlier in the import, or
             the head is not among the messages.
@@ -99,7 +102,7 @@ def import_plan(prepared: Sequence[Prepared], head_id: str | None, frequency: in
     seqs: dict[str, tuple[int, int]] = {}
     entries: list[str] = []
     children: dict[int, list[str]] = {}
-    plan = ImportPlan()
+    placed: list[tuple[int, int]] = []  # (parent seq, depth) per seq
     with gc_paused():
         for seq, item in enumerate(prepared):
             parent = item.message.parent_id
@@ -112,21 +115,29 @@ def import_plan(prepared: Sequence[Prepared], head_id: str | None, frequency: in
             depth = parent_depth + 1
             seqs[item.message.id] = (seq, depth)
             entries.append(entry_text(parent_seq, depth, parent, item))
-            if parent_seq >= 0:
+            if parent_seq >= 0 and seq != parent_seq + 1:
                 children.setdefault(parent_seq, []).append(str(seq))
-            plan.ids += [item.message.id, str(seq), order_member(depth, seq)]
+            placed.append((parent_seq, depth))
+    base = len(placed) - 1
+    while base > 0 and placed[base][0] == base - 1:
+        base -= 1
+    plan = ImportPlan()
+    for seq, item in enumerate(prepared):
+        member = order_member(placed[seq][1], seq) if seq < base else ""
+        plan.ids += [item.message.id, str(seq), member]
     if head_id is not None and head_id not in seqs:
         raise InvalidInput(f"head {head_id!r} is not among the imported messages")
     rolled = len(entries) - len(entries) % frequency if frequency else 0
     for start in range(0, rolled, frequency or 1):
         plan.chunks += [
             str(start),
-            json.dumps(entries[start : start + frequency], ensure_ascii=False),
+            "\n" + "\n".join(entries[start : start + frequency]),
         ]
     for seq in range(rolled, len(entries)):
         plan.loose += [f"{seq:012d}", entries[seq]]
     for parent_seq, kids in children.items():
         plan.kids += [f"{parent_seq:012d}", ",".join(kids)]
     head_seq = seqs[head_id][0] if head_id is not None else -1
-    plan.head_args = [head_seq, head_id or "", len(entries), rolled]
+    run = [str(base), str(placed[base][1])] if placed else ["", ""]
+    plan.head_args = [head_seq, head_id or "", len(entries), rolled, *run]
     return plan

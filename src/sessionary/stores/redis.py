@@ -10,9 +10,11 @@ message returned; an entry in a chunk costs decoding that chunk once. Every
 chunk is rewritten; a large batch is split, so a read near the head never decodes it
 whole), and `max_messages`, if set, trims the oldest messages then.
 
-Every write is one Lua script (`_redis_lua`), which Redis runs atomically: appends from
-any number of processes and machines queue on the server and never interleave, a stale
-expected head or version is refused inside the script, and re-sent ids are kept once.
+Every write is one Lua script (`_redis_lua`, and `_redis_append` for appends), which
+Redis runs atomically: appends from any number of processes and machines queue on the
+server and never interleave, a stale expected head or version is refused inside the
+script, and re-sent ids are kept once. An append is one `EVALSHA` with the few keys and
+arguments it needs.
 State and session rows are compare-and-set by script, retried when another writer won.
 With `ttl`, every key of a session gets `PEXPIRE` on each write to it.
 
@@ -41,8 +43,8 @@ from sessionary.kv.keys import check_key
 from sessionary.model import Message, to_micros
 from sessionary.query import Query
 from sessionary.records import (
+    HEAD,
     Expected,
-    Head,
     Page,
     Parent,
     Scope,
@@ -71,6 +73,7 @@ from sessionary.stores._common import (
     scopes_from_rows,
     state_owner,
 )
+from sessionary.stores._redis_append import Appends, append_args
 from sessionary.stores._redis_conn import AsyncRedisConnection, mapped_errors
 from sessionary.stores._redis_documents import AsyncRedisDocuments
 from sessionary.stores._redis_layout import (
@@ -88,7 +91,7 @@ from sessionary.stores._redis_rows import (
     state_text,
     stored_messages,
 )
-from sessionary.stores._rows import now_us
+from sessionary.stores._rows import now_us, stored_copy
 from sessionary.stores.base import DOCUMENTS
 
 __all__ = ["AsyncRedisStore"]
@@ -142,7 +145,8 @@ class AsyncRedisStore(AsyncRedisDocuments):
         self.snapshot_frequency = snapshot_frequency
         self.max_messages = max_messages
         self._ttl = "0" if ttl is None else str(max(1, round(ttl * 1000)))
-        self._conn = AsyncRedisConnection(url, connect_timeout)
+        self._appends = Appends(namespace, snapshot_frequency, max_messages or 0, self._ttl)
+        self._conn = AsyncRedisConnection(url, connect_timeout, {"append": self._appends.script})
         self._client = self._conn.client
 
     async def __aenter__(self) -> AsyncRedisStore:
@@ -274,13 +278,16 @@ class AsyncRedisStore(AsyncRedisDocuments):
         parent: Parent,
         expected_head: Expected,
     ) -> list[Message]:
-        prepared = prepare_messages(messages, self.max_message_bytes)
-        args: list[Any] = [_parent_arg(parent), _expected_arg(expected_head)]
-        args += [self.snapshot_frequency, self.max_messages or 0]
-        for item in prepared:
-            args += [item.message.id, item.message.role, item.created_us, item.body]
-        keys = self._keys(scope).session(session_id)
-        result = await self._session_script("append", keys, *args)
+        prepared = prepare_messages(messages, self.max_message_bytes, indexed=False)
+        args = append_args(session_id, now_us(), parent, expected_head, prepared)
+        route = self._appends.route(scope, session_id)
+        keys, packed_keys = route.keys(len(prepared), parent is HEAD)
+        result = await self._conn.run_packed("append", keys, packed_keys, args)
+        if isinstance(result, str) and result[0] == "?":  # the lean path did not apply
+            route.ended = result == "?!"
+            result = await self._conn.run_packed("append", route.full, route.packed_full, args)
+        if isinstance(result, str):  # the lean path stored the one message
+            return [stored_copy(prepared[0].message, route.stored(result))]
         status = result[0]
         if status == "nosession":
             raise SessionNotFound(f"no session {session_id!r} in this scope")
@@ -290,7 +297,8 @@ class AsyncRedisStore(AsyncRedisDocuments):
             raise HeadConflict(
                 f"session {session_id!r} head is {result[1] or None!r}, not {expected_head!r}"
             )
-        return stored_messages(prepared, result[1:])
+        route.learn(result[1])
+        return stored_messages(prepared, result[2:])
 
     async def update_message(self, scope: Scope, session_id: str, message: Message) -> Message:
         (item,) = prepare_messages([message], self.max_message_bytes)
@@ -554,22 +562,6 @@ def _updated_row(old_row: str, update: SessionUpdate) -> str:
     info.cost += update.add_cost
     info.version += 1
     return row_text(info)
-
-
-def _parent_arg(parent: Parent) -> str:
-    if parent is Head.HEAD:
-        return "H"
-    if parent is None:
-        return "N"
-    if not isinstance(parent, str) or not parent:
-        raise MessageNotFound(f"parent message {parent!r} is not in this session")
-    return "I" + parent
-
-
-def _expected_arg(expected: Expected) -> str:
-    if expected is Head.ANY:
-        return "*"
-    return "N" if expected is None else "I" + str(expected)
 
 
 def _check_status(status: str, session_id: str, message_id: str | None) -> None:

@@ -24,12 +24,22 @@ stalls past it could still write after another took over, which a commit cannot.
 A roll-up is a commit of its own right after the append that made it due (or on
 `snapshot_now`); if it loses a race it is simply tried again, and a crash before it only
 leaves more loose entries for the next append to fold in.
+
+The manager remembers the meta entry of each session it last wrote (or read), so an
+append by the session's only writer is one `commit`, with no read first: the commit
+expects the remembered entry, and if another writer changed it meanwhile the commit
+fails and the append reads the entry and tries again, as it would have anyway. The
+memory is only ever a guess that the commit checks. Where the manager also knows every
+loose entry that goes with that meta entry (it wrote them, or listed them), an append
+that makes a roll-up due (with nothing to trim) rolls up in the same commit: the seed's
+"append, then the due snapshot", in one step and one round trip.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from sessionary._sync.kv.base import KVDriver
 from sessionary.errors import AlreadyExists, InvalidInput
@@ -38,6 +48,7 @@ from sessionary.kv._backoff import Backoff
 from sessionary.kv._chunks import (
     TrimWalk,
     chunk_of,
+    plan_append_rolled,
     plan_migration,
     plan_roll_up,
     split,
@@ -62,6 +73,30 @@ from sessionary.records import check_patch, merge_patch
 from sessionary.stores._common import check_limit
 
 __all__ = ["IncrementalSessionManager"]
+
+_KNOWN = 1024  # sessions whose meta entry a manager remembers
+_LOOSE_BYTES = 32 * 1024  # loose entries a manager remembers per session, at most
+
+
+@dataclass(slots=True)
+class _Known:
+    """What a manager remembers of a session: its meta entry, and maybe its loose entries."""
+
+    text: str
+    meta: Meta
+    loose: list[tuple[str, str]] | None  # every loose entry, oldest first; None: unknown
+    size: int = 0  # the characters of the loose entries
+
+    def wrote(self, text: str, meta: Meta, fresh: list[tuple[str, str]] | None) -> None:
+        """Learn a commit's meta entry and its new loose entries (None: a roll-up)."""
+        self.text, self.meta = text, meta
+        if fresh is None:
+            self.loose, self.size = [], 0
+        elif self.loose is not None:
+            self.loose += fresh
+            self.size += sum(len(entry) for _, entry in fresh)
+            if self.size > _LOOSE_BYTES:
+                self.loose = None
 
 
 class IncrementalSessionManager:
@@ -103,6 +138,49 @@ class IncrementalSessionManager:
         self.snapshot_frequency = snapshot_frequency
         self.max_messages = max_messages
         self.ttl = ttl
+        self._known: dict[str, _Known] = {}
+
+    def _remember(
+        self,
+        keys: SessionKeys,
+        text: str | None,
+        meta: Meta | None,
+        loose: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """Remember a session's meta entry as last written or read (or forget it).
+
+        `loose`, if given, must be all of the session's loose entries (a new list).
+        """
+        if text is None or meta is None or meta.layout != CHUNKED:
+            self._known.pop(keys.session_id, None)
+            return
+        if len(self._known) >= _KNOWN:
+            self._known.clear()
+        known = self._known[keys.session_id] = _Known(text, meta, None)
+        if loose is not None:
+            known.loose = []
+            known.wrote(text, meta, loose)
+
+    def _appended(
+        self,
+        keys: SessionKeys,
+        known: _Known | None,
+        text: str,
+        meta: Meta,
+        loose: list[tuple[str, str]] | None,
+        fresh: list[tuple[str, str]] | None,
+    ) -> None:
+        """Remember an append's commit; `loose` were the loose entries before it."""
+        if known is None:
+            self._remember(keys, text, meta, loose)
+            known = self._known.get(keys.session_id)
+        if known is not None:
+            known.wrote(text, meta, fresh)
+
+    def _recalled(self, keys: SessionKeys) -> _Known | None:
+        """What is remembered of a session, if its meta entry has not expired."""
+        known = self._known.get(keys.session_id)
+        return None if known is None or known.meta.expired() else known
 
     def append_message(self, session_id: str, message: Message) -> int:
         """Append one message; see `append_messages`.
@@ -139,19 +217,46 @@ class IncrementalSessionManager:
     def _commit_append(self, keys: SessionKeys, batch: list[Encoded]) -> tuple[int, Meta | None]:
         """Commit the batch's unstored messages; return how many, and the new meta entry."""
         backoff = Backoff(f"append to session {keys.session_id!r}")
+        known = self._recalled(keys)
         while batch:
-            current, meta, moves = self._read_meta(keys)
-            new, writes = plan_append(keys, meta or Meta.new(None), batch, self.ttl)
+            current: str | None
+            meta: Meta | None
+            moves: dict[str, str | None] = {}
+            if known is not None:  # the guess: nobody else wrote since this manager did
+                current, meta, loose = known.text, known.meta, known.loose
+            else:
+                current, meta, moves = self._read_meta(keys)
+                loose = [] if meta is None else None  # a new session has none
+            new, writes, fresh = self._plan_append(keys, meta or Meta.new(None), batch, loose)
             writes.update(moves)
             expect: dict[str, str | None] = {keys.meta: current}
             expect.update((keys.message_id(item.id), None) for item in batch)
             if self.driver.commit(expect, writes):
+                self._appended(keys, known, cast(str, writes[keys.meta]), new, loose, fresh)
                 return len(batch), new
+            self._remember(keys, None, None)
             unstored = self._unstored(keys, batch)
-            if len(unstored) == len(batch):
+            if len(unstored) == len(batch) and known is None:
                 backoff.wait()
-            batch = unstored
+            batch, known = unstored, None
         return 0, None
+
+    def _plan_append(
+        self,
+        keys: SessionKeys,
+        meta: Meta,
+        batch: list[Encoded],
+        loose: list[tuple[str, str]] | None,
+    ) -> tuple[Meta, dict[str, str | None], list[tuple[str, str]] | None]:
+        """The new meta entry, the writes, and the new loose entries (None: rolled up)."""
+        size = len(batch)
+        due = meta.since_snapshot + size >= self.snapshot_frequency
+        fits = self.max_messages is None or meta.count + size <= self.max_messages
+        if due and fits and loose is not None:
+            frequency = self.snapshot_frequency
+            new, writes = plan_append_rolled(keys, meta, loose, batch, frequency, self.ttl)
+            return new, writes, None
+        return plan_append(keys, meta, batch, self.ttl)
 
     def _unstored(self, keys: SessionKeys, batch: list[Encoded]) -> list[Encoded]:
         """The messages of `batch` whose id the session does not hold yet."""
@@ -277,6 +382,7 @@ class IncrementalSessionManager:
             new = meta.touched(self.ttl, state=merge_patch(meta.state, patch))
             writes[keys.meta] = new.encode()
             if self.driver.commit({keys.meta: current}, writes):
+                self._remember(keys, writes[keys.meta], new)
                 return new.state
             backoff.wait()
 
@@ -313,6 +419,8 @@ class IncrementalSessionManager:
             if walk is not None:
                 writes = {**moves, **plan_roll_up(keys, meta, runs, walk)}
                 if self.driver.commit({keys.meta: listing.meta_text}, writes):
+                    text = writes[keys.meta]
+                    self._remember(keys, text, Meta.decode(text), [])
                     return
             backoff.wait()
 
@@ -353,6 +461,7 @@ class IncrementalSessionManager:
 
     def _remove(self, keys: SessionKeys) -> None:
         """Delete every entry of a session, retrying while writers change it."""
+        self._remember(keys, None, None)
         backoff = Backoff(f"delete session {keys.session_id!r}")
         while True:
             # The session's entries first, then its ids: a write between the two

@@ -247,3 +247,13 @@ async def amanager(store_url: str) -> AsyncIterator[sessionary.AsyncSessionManag
     """An async manager over a fresh store of each backend."""
     async with sessionary.AsyncSessionManager(store_url) as mgr:
         yield mgr
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[Any]:
+    """A plain redis-py client on the test server, decoding replies to text."""
+    import redis
+
+    raw = redis.Redis.from_url(redis_url.split("?")[0], decode_responses=True)
+    yield raw
+    raw.close()

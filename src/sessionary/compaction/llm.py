@@ -26,112 +26,112 @@ def _output_tokens(request: SummaryRequest) -> int:
     return max(256, request.budget * 2)
 
 
-class AsyncOpenAISummarizer:
-    """Summarizes with an OpenAI-compatible chat-completions endpoint.
+class _AsyncSDKSummarizer:
+    """What the provider summarizers share: an SDK client, its errors, one request each.
 
     Args:
         model: The model name the server knows.
         client: An SDK client to use as is (then the other connection arguments are unused).
-        base_url: The API's base URL (default: the SDK's, or `OPENAI_BASE_URL`).
-        api_key: The API key (default: `OPENAI_API_KEY`).
+        base_url: The API's base URL (default: the SDK's, or its environment variable).
+        api_key: The API key (default: the SDK's environment variable).
         timeout: Seconds before one request gives up.
         max_retries: How often the SDK retries a failed request.
+
+    Raises:
+        BackendNotInstalled: If the provider's package is not installed.
+    """
+
+    _package = ""
+    _client_class = ""
+    _error_class = ""
+    _label = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+    ) -> None:
+        sdk = require(self._package, extra=self._package, what=f"the {self._label} summarizer")
+        self.model = model
+        self._errors: tuple[type[BaseException], ...] = (getattr(sdk, self._error_class),)
+        self.client = client or getattr(sdk, self._client_class)(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
+
+    async def summarize(self, request: SummaryRequest) -> str:
+        """Return the model's summary of `request`.
+
+        Raises:
+            SummarizerError: If the request fails, times out, or returns no text.
+        """
+        system, user = build_prompt(request)
+        try:
+            text = await self._complete(system, user, _output_tokens(request))
+        except self._errors as exc:
+            raise SummarizerError(f"the {self._label} summarizer failed: {exc}") from exc
+        return check_summary(text)
+
+    async def _complete(self, system: str, user: str, max_tokens: int) -> str:
+        """Send one request; return the text of the reply ("" if it has none)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model!r})"
+
+
+class AsyncOpenAISummarizer(_AsyncSDKSummarizer):
+    """Summarizes with an OpenAI-compatible chat-completions endpoint.
+
+    Args: `model`, then either `client` (an SDK client used as is) or `base_url` (default:
+    the SDK's, or `OPENAI_BASE_URL`), `api_key` (default: `OPENAI_API_KEY`), `timeout`
+    (seconds per request, 60) and `max_retries` (2).
 
     Raises:
         BackendNotInstalled: If the `openai` package is not installed.
     """
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: Any = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-    ) -> None:
-        openai = require("openai", extra="openai", what="the OpenAI summarizer")
-        self.model = model
-        self._errors: tuple[type[BaseException], ...] = (openai.OpenAIError,)
-        self.client = client or openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+    _package = "openai"
+    _client_class = "AsyncOpenAI"
+    _error_class = "OpenAIError"
+    _label = "OpenAI"
+
+    async def _complete(self, system: str, user: str, max_tokens: int) -> str:
+        response = await self.client.chat.completions.create(
+            model=self.model,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+            max_tokens=max_tokens,
         )
-
-    async def summarize(self, request: SummaryRequest) -> str:
-        """Return the model's summary of `request`.
-
-        Raises:
-            SummarizerError: If the request fails, times out, or returns no text.
-        """
-        system, user = build_prompt(request)
-        try:
-            response = await self.client.chat.completions.create(
-                model=self.model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                max_tokens=_output_tokens(request),
-            )
-        except self._errors as exc:
-            raise SummarizerError(f"the OpenAI summarizer failed: {exc}") from exc
         choices = response.choices or []
-        text = choices[0].message.content if choices else None
-        return check_summary(text or "")
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.model!r})"
+        return (choices[0].message.content if choices else None) or ""
 
 
-class AsyncAnthropicSummarizer:
+class AsyncAnthropicSummarizer(_AsyncSDKSummarizer):
     """Summarizes with the Anthropic messages API.
 
-    Args:
-        model: The model name.
-        client: An SDK client to use as is (then the other connection arguments are unused).
-        base_url: The API's base URL (default: the SDK's, or `ANTHROPIC_BASE_URL`).
-        api_key: The API key (default: `ANTHROPIC_API_KEY`).
-        timeout: Seconds before one request gives up.
-        max_retries: How often the SDK retries a failed request.
+    Args: `model`, then either `client` (an SDK client used as is) or `base_url` (default:
+    the SDK's, or `ANTHROPIC_BASE_URL`), `api_key` (default: `ANTHROPIC_API_KEY`), `timeout`
+    (seconds per request, 60) and `max_retries` (2).
 
     Raises:
         BackendNotInstalled: If the `anthropic` package is not installed.
     """
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: Any = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-    ) -> None:
-        anthropic = require("anthropic", extra="anthropic", what="the Anthropic summarizer")
-        self.model = model
-        self._errors: tuple[type[BaseException], ...] = (anthropic.AnthropicError,)
-        self.client = client or anthropic.AsyncAnthropic(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+    _package = "anthropic"
+    _client_class = "AsyncAnthropic"
+    _error_class = "AnthropicError"
+    _label = "Anthropic"
+
+    async def _complete(self, system: str, user: str, max_tokens: int) -> str:
+        response = await self.client.messages.create(
+            model=self.model,
+            system=system,
+            messages=[{"role": "user", "content": user}],
+            max_tokens=max_tokens,
         )
-
-    async def summarize(self, request: SummaryRequest) -> str:
-        """Return the model's summary of `request`.
-
-        Raises:
-            SummarizerError: If the request fails, times out, or returns no text.
-        """
-        system, user = build_prompt(request)
-        try:
-            response = await self.client.messages.create(
-                model=self.model,
-                system=system,
-                messages=[{"role": "user", "content": user}],
-                max_tokens=_output_tokens(request),
-            )
-        except self._errors as exc:
-            raise SummarizerError(f"the Anthropic summarizer failed: {exc}") from exc
         blocks = response.content or []
-        text = "".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", "") == "text")
-        return check_summary(text)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.model!r})"
+        return "".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", "") == "text")

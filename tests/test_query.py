@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import doctest
+import itertools
 import sqlite3
+import unicodedata
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 from sessionary import query as query_module
 from sessionary.errors import InvalidInput, InvalidQuery
 from sessionary.query import Query, Term, parse_query, to_fts5, words
+from sessionary.stores._mysql_sql import MySQLDialect, _token
 
 ROWS = {
     1: "the quick brown fox jumps",
@@ -334,3 +337,27 @@ def test_plain_words_become_one_group_each(items: list[str]) -> None:
     texts = [[term.text for term in group] for group in query.groups]
     # A word holding a separator (say, a combining mark) is one term: a phrase of its words.
     assert texts == [[" ".join(words(item))] for item in items if words(item)]
+
+
+def _words_by_category(text: str) -> list[str]:
+    """`words` by its definition: the runs of letters, digits and private-use characters."""
+
+    def keep(char: str) -> bool:
+        category = unicodedata.category(char)
+        return category[0] in "LN" or category == "Co"
+
+    normal = unicodedata.normalize("NFC", text)
+    return ["".join(run) for kept, run in itertools.groupby(normal, keep) if kept]
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
+def test_words_of_ascii_text_take_a_shortcut_to_the_same_words(text: str) -> None:
+    assert words(text) == _words_by_category(text)
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
+def test_mysql_tokens_of_ascii_text_take_a_shortcut_to_the_same_tokens(text: str) -> None:
+    tokens = MySQLDialect().index_text(text)
+    assert tokens == " ".join(_token(word) for word in _words_by_category(text))

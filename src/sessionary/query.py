@@ -54,6 +54,8 @@ __all__ = ["Query", "Term", "parse_query", "to_fts5", "words"]
 # but whitespace and quotes. `\s` is Unicode whitespace, the same set as `str.isspace`.
 _CHUNK = re.compile(r'(-?)"([^"]*)(?:"|\Z)|([^\s"]+)')
 _OR = "OR"
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+"""A word of ASCII text: of the ASCII characters, only these are letters or digits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,8 @@ def words(text: str) -> list[str]:
         The maximal runs of letters, digits and private-use characters of the NFC-normalised
         text, in order and with their case kept.
     """
+    if text.isascii():  # already NFC; a regular expression finds the same runs sooner
+        return _ASCII_WORD.findall(text)
     normal = unicodedata.normalize("NFC", text)
     return ["".join(run) for keep, run in itertools.groupby(normal, _is_word_char) if keep]
 

@@ -122,3 +122,55 @@ def test_concurrent_usage_is_all_counted(
     assert info is not None
     assert (info.input_tokens, info.output_tokens) == (WRITERS * EACH, 2 * WRITERS * EACH)
     assert info.cost == 0.5 * WRITERS * EACH
+
+
+def test_writers_taking_turns_build_on_each_others_appends(
+    manager: sessionary.SessionManager, open_scope: OpenScope
+) -> None:
+    # A store may remember where its own last append left the head; the other writer's
+    # appends move it on, and each append must still go after the real head.
+    manager.create(id="s")
+    first, second = open_scope().session("s"), open_scope().session("s")
+    written: list[str] = []
+    for turn in range(4):
+        writer = first if turn % 2 == 0 else second
+        written.append(writer.append(Message.user(f"ask {turn}")).id)
+        pair = [Message.assistant(f"answer {turn}"), Message.user(f"more {turn}")]
+        written += [m.id for m in writer.append_all(pair)]
+    history = manager.session("s").history()
+    assert [m.id for m in history] == written
+    assert [m.parent_id for m in history] == [None, *written[:-1]]
+    assert manager.session("s").message_count() == len(written)
+
+
+def test_an_append_follows_a_head_another_writer_moved_back(
+    manager: sessionary.SessionManager, open_scope: OpenScope
+) -> None:
+    writer, other = open_scope().session("s0"), open_scope()
+    manager.create(id="s0")
+    one = writer.append(Message.user("one"))
+    two = writer.append(Message.assistant("two"))
+    other.session("s0").checkout(one.id)
+    three = writer.append(Message.assistant("three"))
+    assert three.parent_id == one.id
+    assert [m.id for m in manager.session("s0").history()] == [one.id, three.id]
+    assert [m.id for m in manager.session("s0").branches(one.id)] == [two.id, three.id]
+    other.session("s0").delete(three.id)
+    four = writer.append(Message.assistant("four"))
+    assert four.parent_id == one.id
+    assert manager.session("s0").path_length() == 2
+
+
+def test_an_append_lands_in_a_session_recreated_under_the_same_id(
+    manager: sessionary.SessionManager, open_scope: OpenScope
+) -> None:
+    # The new session's head even has the old head's id and depth.
+    writer, other = open_scope().session("s1"), open_scope()
+    manager.create(id="s1")
+    writer.append(Message.user("old", id="m1"))
+    other.delete("s1")
+    other.create(id="s1").append(Message.user("again", id="m1"))
+    fresh = writer.append(Message.user("new"))
+    assert fresh.parent_id == "m1"
+    assert [m.text for m in manager.session("s1").history()] == ["again", "new"]
+    assert manager.session("s1").message_count() == 2

@@ -36,7 +36,7 @@ from typing import Any
 from sessionary.errors import InvalidQuery
 from sessionary.model import decode_body, from_micros, message_text
 from sessionary.query import Query, Term, words
-from sessionary.records import DocumentHit, Scope, SearchHit
+from sessionary.records import DocumentHit, Expected, Head, Scope, SearchHit
 from sessionary.stores._sql_common import Dialect, Migration
 from sessionary.stores._textmatch import fold, match_text
 
@@ -137,32 +137,62 @@ class MySQLDialect(Dialect):
         (1, "sessions, messages with a FULLTEXT index, and state", _V1),
         (2, "versioned documents with a FULLTEXT index", _V2),
     )
+    appends_alone = True
     share_lock = " LOCK IN SHARE MODE"
     """Understood by MySQL 8 and MariaDB alike (MariaDB has no `FOR SHARE`)."""
 
-    def append_sql(self, count: int) -> str | None:
+    def append_sql(self, count: int) -> str:
         """One script, one round trip: a transaction that locks, checks, inserts, moves.
 
-        User variables carry the locked row from statement to statement. A failing
+        User variables carry the locked row from statement to statement (they are reset
+        first: a `SELECT ... INTO` that finds no row leaves them as they were). A failing
         statement stops the script with its transaction open; the driver rolls it back.
+        The rows are a `UNION ALL` of one-row selects (no derived table, so no temporary
+        table), each inserting only if the check passed.
+        """
+        first = "SELECT @sx_pk, %s, @sx_head, @sx_depth + 1, %s, %s, %s, %s FROM DUAL WHERE @sx_ok"
+        rest = [
+            f"SELECT @sx_pk, %s, %s, @sx_depth + {n}, %s, %s, %s, %s FROM DUAL WHERE @sx_ok"
+            for n in range(2, count + 1)
+        ]
+        return f"""SET @sx_pk = NULL, @sx_head = NULL, @sx_depth = NULL, @sx_ok = NULL;
+START TRANSACTION;
+SELECT pk, head_id, head_depth, %s OR head_id <=> %s INTO @sx_pk, @sx_head, @sx_depth, @sx_ok
+    FROM sessions WHERE tenant = %s AND user_id = %s AND id = %s FOR UPDATE;
+INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
+    {" UNION ALL ".join([first, *rest])};
+UPDATE sessions SET head_id = %s, head_depth = @sx_depth + {count},
+    message_count = message_count + {count}, updated_us = %s WHERE pk = @sx_pk AND @sx_ok;
+COMMIT;
+SELECT @sx_head, @sx_ok, @sx_pk, @sx_depth FROM DUAL WHERE @sx_pk IS NOT NULL"""
+
+    def append_params(
+        self, key: Sequence[Any], expected: Expected, rows: Sequence[Sequence[Any]], now: int
+    ) -> list[Any]:
+        """The parameters of `append_sql`: the check, the key, the rows, the new head."""
+        params: list[Any] = [expected is Head.ANY, None if expected is Head.ANY else expected]
+        params += key
+        parent = None
+        for row in rows:
+            params += [row[1], *row[4:]] if parent is None else [row[1], parent, *row[4:]]
+            parent = row[1]
+        return [*params, parent, now]
+
+    def append_after_sql(self, count: int) -> str:
+        """Move the head if it is still where the store saw it, then insert the rows.
+
+        `ROW_COUNT()` is the UPDATE's while the INSERT runs, so the rows go in only if
+        the head moved; the script then commits nothing at all otherwise.
         """
         values = " UNION ALL ".join(
-            ["SELECT %s AS n, %s AS id, %s AS parent_id, %s AS role, %s AS created_us, "
-             "%s AS data, %s AS text"] * count
-        )  # fmt: skip
-        return f"""SET @sx_pk = NULL, @sx_head = NULL, @sx_depth = NULL;
-START TRANSACTION;
-SELECT pk, head_id, head_depth INTO @sx_pk, @sx_head, @sx_depth FROM sessions
-    WHERE tenant = %s AND user_id = %s AND id = %s FOR UPDATE;
-SET @sx_ok = @sx_pk IS NOT NULL AND (%s OR @sx_head <=> %s);
+            ["SELECT %s, %s, %s, %s, %s, %s, %s, %s FROM DUAL WHERE ROW_COUNT() = 1"] * count
+        )
+        return f"""START TRANSACTION;
+UPDATE sessions SET head_id = %s, head_depth = %s, message_count = message_count + %s,
+    updated_us = %s WHERE pk = %s AND head_id <=> %s AND head_depth = %s;
 INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
-    SELECT @sx_pk, v.id, IF(v.n = 1, @sx_head, v.parent_id), @sx_depth + v.n, v.role,
-        v.created_us, v.data, v.text
-    FROM ({values}) AS v WHERE @sx_ok ORDER BY v.n;
-UPDATE sessions SET head_id = %s, head_depth = @sx_depth + %s,
-    message_count = message_count + %s, updated_us = %s WHERE pk = @sx_pk AND @sx_ok;
-COMMIT;
-SELECT @sx_head, @sx_ok AND 1 FROM DUAL WHERE @sx_pk IS NOT NULL"""
+    {values};
+COMMIT"""
 
     migrations_table = (
         "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INT NOT NULL PRIMARY KEY, "
@@ -196,6 +226,8 @@ SELECT @sx_head, @sx_ok AND 1 FROM DUAL WHERE @sx_pk IS NOT NULL"""
 
     def index_text(self, text: str) -> str:
         """The tokens `messages.text` holds for a message's text (see the module docstring)."""
+        if text.isascii():  # folding ASCII is lowering it, and leaves each word one word
+            return " ".join([_TOKEN + word for word in words(text.lower())])
         return " ".join(map(_token, words(text)))
 
     def search_sql(

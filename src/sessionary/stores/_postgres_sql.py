@@ -132,12 +132,13 @@ class PostgresDialect(Dialect):
     """
 
     name = "postgresql"
+    appends_alone = True
     migrations: tuple[Migration, ...] = (
         (1, "sessions, messages with a tsvector index, and state", _V1),
         (2, "versioned documents with a tsvector index", _V2),
     )
 
-    def append_sql(self, count: int) -> str | None:
+    def append_sql(self, count: int) -> str:
         """One statement, run alone (autocommit): lock, check the head, insert, move it.
 
         Every part sees the session row the lock returns (PostgreSQL re-reads a row
@@ -166,7 +167,26 @@ class PostgresDialect(Dialect):
     FROM ok WHERE sessions.pk = ok.pk
     RETURNING 1
 )
-SELECT s.head_id, (SELECT count(*) FROM ok) FROM s"""
+SELECT s.head_id, (SELECT count(*) FROM ok), s.pk, s.head_depth FROM s"""
+
+    def append_after_sql(self, count: int) -> str:
+        """One statement: move the head if it is still where the store saw it, then insert.
+
+        The rows go in only if the UPDATE moved the head (a data-modifying CTE runs
+        whether or not the INSERT reads it).
+        """
+        values = ", ".join(
+            ["(%s::bigint, %s::text, %s::text, %s::integer, %s::text, %s::bigint, %s::text, "
+             "%s::text)"] * count
+        )  # fmt: skip
+        return f"""WITH moved AS (
+    UPDATE sessions SET head_id = %s, head_depth = %s, message_count = message_count + %s,
+        updated_us = %s
+    WHERE pk = %s AND head_id IS NOT DISTINCT FROM %s::text AND head_depth = %s
+    RETURNING 1
+)
+INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
+SELECT v.* FROM (VALUES {values}) AS v WHERE EXISTS (SELECT FROM moved)"""
 
     migrations_table = (
         "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INTEGER PRIMARY KEY, "

@@ -45,7 +45,7 @@ __all__ = [
     "INSERT_MESSAGE",
     "INSERT_MESSAGES",
     "FIND_SQL",
-    "append_params",
+    "append_after_params",
     "INSERT_SESSION",
     "LINEAR_HEAD_SQL",
     "LOCATE_SQL",
@@ -162,15 +162,47 @@ class Dialect:
         """Turn the rows `search_sql` returned into at most `limit` hits, best first."""
         raise NotImplementedError
 
-    def append_sql(self, count: int) -> str | None:
-        """One statement that appends `count` messages after the head, or None.
+    appends_alone = False
+    """Whether the dialect has the two append scripts below (else appends lock and read)."""
 
-        Its parameters are those `append_params` builds; it returns one row (the head
-        before, and 1 if it appended) if the session exists, and appends nothing unless
-        the expected head holds. A stored id makes it fail as a duplicate key, whole.
+    def append_sql(self, count: int) -> str:
+        """One statement (or script) that appends `count` messages after the head.
+
+        It locks the session's row, appends nothing unless the expected head holds, and
+        returns one row if the session exists: the head before (id), 1 if it appended,
+        the session's pk and the head's depth before. Its parameters are those
+        `append_params` builds. A stored id makes it fail as a duplicate key, whole.
         """
-        del count
-        return None
+        raise NotImplementedError
+
+    def append_params(
+        self, key: Sequence[Any], expected: Expected, rows: Sequence[Sequence[Any]], now: int
+    ) -> list[Any]:
+        """The parameters of `append_sql` for a chain of message rows.
+
+        Args:
+            key: The session's (tenant, user, id).
+            expected: The head the caller expects, or `Head.ANY`.
+            rows: The message rows as `plan_chain` lays them out, in chain order; their
+                pk, first parent and depths are the script's to set, from the locked row.
+            now: The time to record as the session's last activity, in microseconds.
+        """
+        params: list[Any] = [*key, expected is Head.ANY, None if expected is Head.ANY else expected]
+        parent = None
+        for number, row in enumerate(rows, 1):
+            params += [number, row[1], parent, *row[4:]]
+            parent = row[1]
+        return [*params, parent, len(rows), len(rows), now]
+
+    def append_after_sql(self, count: int) -> str:
+        """One statement (or script) that appends `count` messages after a head it names.
+
+        Its parameters are those `append_after_params` builds. It changes no row unless
+        the session's row (by pk) still has the head id and depth the store saw; then it
+        moves the head and inserts the rows, all committed together. A stored id makes
+        it fail as a duplicate key, whole. The driver reports the rows it changed.
+        """
+        raise NotImplementedError
 
     def index_text(self, text: str) -> str:
         """What `messages.text` holds for a message's text; its words by default."""
@@ -261,23 +293,21 @@ def plan_chain(
     return out, rows, (parent_id, depth)
 
 
-def append_params(
-    key: Sequence[Any], expected: Expected, rows: Sequence[Sequence[Any]], now: int
+def append_after_params(
+    seen: tuple[int, str | None, int], rows: Sequence[Sequence[Any]], now: int
 ) -> list[Any]:
-    """The parameters of `Dialect.append_sql` for a chain of message rows.
+    """The parameters of `Dialect.append_after_sql`.
 
     Args:
-        key: The session's (tenant, user, id).
-        expected: The head the caller expects, or `Head.ANY`.
-        rows: Per message (id, role, created_us, data, text), in chain order.
+        seen: The session's (pk, head id, head depth) as the store last saw them.
+        rows: The message rows `plan_chain` laid out under that head.
         now: The time to record as the session's last activity, in microseconds.
     """
-    params: list[Any] = [*key, expected is Head.ANY, None if expected is Head.ANY else expected]
-    parent = None
-    for number, (msg_id, *rest) in enumerate(rows, 1):
-        params += [number, msg_id, parent, *rest]
-        parent = msg_id
-    return [*params, parent, len(rows), len(rows), now]
+    last = rows[-1]
+    params: list[Any] = [last[1], last[3], len(rows), now, *seen]
+    for row in rows:
+        params += row
+    return params
 
 
 def decode_cursor_pair(cursor: str | None) -> tuple[int, int]:

@@ -80,8 +80,9 @@ def connect_options(url: str, connect_timeout: float, database: str = "db") -> d
         "charset": "utf8mb4",
         "autocommit": True,
         "connect_timeout": max(1, round(connect_timeout)),
-        # The append script (`MySQLDialect.append_sql`) is several statements in one
-        # round trip. Every value is still escaped by the driver, never spliced.
+        # The append scripts (`MySQLDialect.append_sql`, `append_after_sql`) are several
+        # statements in one round trip. Every value is still escaped by the driver, never
+        # spliced.
         "client_flag": pymysql.constants.CLIENT.MULTI_STATEMENTS,
     }
 
@@ -179,11 +180,12 @@ class AsyncMySQLDriver:
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
 
-    async def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
-        """Run a script that is a transaction of its own; return its last result's rows.
+    async def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
+        """Run a script that is a transaction of its own.
 
-        If a statement fails, the server runs none after it: the open transaction is
-        rolled back here.
+        Returns its last result's rows and the rows its statements changed, in total. If
+        a statement fails, the server runs none after it: the open transaction is rolled
+        back here.
         """
         assert self._pool is not None, "start() first"
         try:
@@ -191,10 +193,15 @@ class AsyncMySQLDriver:
                 try:
                     async with conn.cursor() as cursor:
                         await cursor.execute(sql, tuple(params))
-                        rows = list(await cursor.fetchall())
-                        while await cursor.nextset():
-                            rows = list(await cursor.fetchall())
-                        return rows
+                        rows: list[Row] = []
+                        changed = 0
+                        while True:
+                            if cursor.description is None:
+                                changed += cursor.rowcount
+                            else:
+                                rows = list(await cursor.fetchall())
+                            if not await cursor.nextset():
+                                return rows, changed
                 except BaseException:
                     with contextlib.suppress(*_ERRORS):
                         await conn.rollback()
@@ -326,17 +333,22 @@ class MySQLDriver:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
-    def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
-        """Run a script that is a transaction of its own; see `AsyncMySQLDriver.fetch_alone`."""
+    def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
+        """Run a script that is a transaction of its own; see `AsyncMySQLDriver.run_alone`."""
         try:
             with self._pool.connection() as conn:
                 try:
                     with conn.cursor() as cursor:
                         cursor.execute(sql, tuple(params))
-                        rows = list(cursor.fetchall())
-                        while cursor.nextset():
-                            rows = list(cursor.fetchall())
-                        return rows
+                        rows: list[Row] = []
+                        changed = 0
+                        while True:
+                            if cursor.description is None:
+                                changed += cursor.rowcount
+                            else:
+                                rows = list(cursor.fetchall())
+                            if not cursor.nextset():
+                                return rows, changed
                 except BaseException:
                     with contextlib.suppress(*_ERRORS):
                         conn.rollback()

@@ -153,12 +153,17 @@ class AsyncPostgresDriver:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
-    async def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
-        """Run one statement in autocommit mode (its own transaction); return its rows."""
+    async def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
+        """Run one statement in autocommit mode (its own transaction).
+
+        Returns its rows (none if it returns none) and the rows it changed.
+        """
         try:
             async with self._pool.connection() as conn:
                 cursor = await conn.execute(sql, params)
-                return await cursor.fetchall()
+                if cursor.description is None:
+                    return [], cursor.rowcount
+                return await cursor.fetchall(), 0
         except psycopg.Error as exc:
             raise store_error(self._where, exc) from exc
 
@@ -264,11 +269,14 @@ class PostgresDriver:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
-    def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[Row]:
-        """Run one statement in autocommit mode (its own transaction); return its rows."""
+    def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
+        """Run one statement in autocommit mode; see `AsyncPostgresDriver.run_alone`."""
         try:
             with self._pool.connection() as conn:
-                return conn.execute(sql, params).fetchall()
+                cursor = conn.execute(sql, params)
+                if cursor.description is None:
+                    return [], cursor.rowcount
+                return cursor.fetchall(), 0
         except psycopg.Error as exc:
             raise store_error(self._where, exc) from exc
 

@@ -85,6 +85,9 @@ from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 
 __all__ = ["AsyncDriver", "AsyncSQLStore", "AsyncTransaction"]
 
+_HEADS_KEPT = 4096
+"""The most session heads a store remembers; it forgets them all when full."""
+
 
 class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
     """A store on an SQL server, through a driver and a dialect.
@@ -111,6 +114,12 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         self._driver = driver
         self._dialect = dialect
         self._ready = False
+        self._heads: dict[tuple[str, str, str], tuple[int, str | None, int]] = {}
+        """Per session key, (pk, head id, head depth) as this store last wrote them.
+
+        Only a hint: an append after a remembered head checks on the server that the
+        head is still there, and falls back to locking the row if not.
+        """
 
     async def __aenter__(self) -> AsyncSQLStore:
         return self
@@ -298,41 +307,60 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
                     "message_count = message_count + %s, updated_us = %s WHERE pk = %s",
                     (*last, len(rows), now_us(), pk),
                 )
-            return out
+        if rows:
+            self._saw_head((scope.tenant, scope.user, session_id), pk, last)
+        return out
 
     async def _append_alone(
         self, scope: Scope, session_id: str, prepared: Sequence[Prepared], expected: Expected
     ) -> list[Message] | None:
-        """Append after the head in one statement, where the dialect has one.
+        """Append after the head in one round trip, where the dialect has a script for it.
 
-        Returns None where it did not append (no such session, a stale head, an id
-        already stored, no statement): the general path then does what those cases need.
+        Where this store saw the session's head last (its own last append), it appends
+        after that head if the head has not moved since (`append_after_sql`); else it
+        locks, checks and appends (`append_sql`). Returns None where it did not append
+        (no such session, a stale head, an id already stored, no script): the general
+        path then does what those cases need.
         """
-        sql = self._dialect.append_sql(len(prepared))
-        if sql is None:
+        dialect = self._dialect
+        if not dialect.appends_alone:
             return None
         if not self._ready:
             await self._driver.start(self._migrate)
             self._ready = True
-        index = self._dialect.index_text
-        rows = [
-            (p.message.id, p.message.role, p.created_us, p.body, index(p.text)) for p in prepared
-        ]
         key = (scope.tenant, scope.user, session_id)
+        seen = self._heads.get(key)
+        at = (0, None, -1) if seen is None else seen
+        out, rows, last = plan_chain(at[0], prepared, at[1:], {}, dialect.index_text)
+        now = now_us()
         try:
-            found = await self._driver.fetch_alone(
-                sql, shared.append_params(key, expected, rows, now_us())
-            )
+            if seen is not None and (expected is Head.ANY or expected == seen[1]):
+                params = shared.append_after_params(seen, rows, now)
+                sql = dialect.append_after_sql(len(rows))
+                if (await self._driver.run_alone(sql, params))[1]:
+                    self._saw_head(key, seen[0], last)
+                    return out
+            params = dialect.append_params(key, expected, rows, now)
+            found = (await self._driver.run_alone(dialect.append_sql(len(rows)), params))[0]
         except AlreadyExists:
+            self._heads.pop(key, None)
             return None
         if not found or not found[0][1]:
+            self._heads.pop(key, None)
             return None
-        parent_id = found[0][0]
+        parent_id, _, pk, depth = found[0]
         out = []
         for item in prepared:
             out.append(stored_copy(item.message, parent_id))
             parent_id = item.message.id
+        self._saw_head(key, int(pk), (parent_id, int(depth) + len(prepared)))
         return out
+
+    def _saw_head(self, key: tuple[str, str, str], pk: int, head: tuple[str | None, int]) -> None:
+        """Remember a session's head as this store's last write left it (see `_heads`)."""
+        if len(self._heads) >= _HEADS_KEPT:
+            self._heads.clear()
+        self._heads[key] = (pk, *head)
 
     async def _lock_and_find(
         self, tx: AsyncTransaction, scope: Scope, session_id: str, prepared: Sequence[Prepared]

@@ -52,8 +52,12 @@ class Driver(Protocol):
         """Open the pool and run `setup` (the migrations) once, before any transaction."""
         ...
 
-    def fetch_alone(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """Run one statement as a transaction of its own; return its rows."""
+    def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[tuple[Any, ...]], int]:
+        """Run one statement (a script, where the server allows) as a transaction of its own.
+
+        Returns the rows of its last result and the rows it changed (inserted, updated
+        or deleted), in total.
+        """
         ...
 
     def transaction(self, batched: bool = False) -> AbstractContextManager[Transaction]:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
+import time
 from typing import Any
 
 import pytest
+from _kv_helpers import REDIS_URL
 
+from sessionary import kv
 from sessionary.errors import InvalidInput
 
 KEYS = ["a:1", "a:2", "a:10", "a:é", "a:z", "a:\U0001f600", "a;", "ab", "a", "b:1"]
@@ -124,9 +128,9 @@ async def test_async_driver_protocol(adriver: Any) -> None:
 def test_a_redis_commit_survives_a_lost_script_and_a_killed_connection(
     kind: str, driver: Any
 ) -> None:
-    # Commits go straight down a pooled connection: a server that lost the script gets
-    # them the ordinary way (which loads it), and a connection the server closed is
-    # replaced when the pool hands it out.
+    # Commits go straight down a connection the driver keeps: a server that lost the
+    # script gets them the ordinary way (which loads it), and a connection the server
+    # closed is given back to the pool and replaced.
     if kind != "redis":
         pytest.skip("Redis only")
     import redis
@@ -135,6 +139,64 @@ def test_a_redis_commit_survives_a_lost_script_and_a_killed_connection(
     driver.put("a", "1")
     admin.script_flush()
     assert driver.commit({"a": "1"}, {"a": "2", "b": "3"})
-    admin.client_kill_filter(_id=driver._client.client_id(), skipme=False)
+    assert driver.commit({"b": "3"}, {"b": "3"})
+    (kept,) = driver._lane._idle
+    host, port = kept._sock.getsockname()[:2]
+    assert admin.client_kill_filter(addr=f"{host}:{port}", skipme=False) == 1
     assert driver.commit({"a": "2"}, {"a": None})
     assert driver.list_prefix("") == [("b", "3")]
+    admin.close()
+
+
+def test_a_redis_driver_gives_back_the_connections_it_kept(kind: str, place: str) -> None:
+    if kind != "redis":
+        pytest.skip("Redis only")
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    driver = kv.RedisDriver(client=client, namespace=place)
+    try:
+        for n in range(5):
+            assert driver.commit({}, {f"k{n}": "v"})
+        assert len(client.connection_pool._in_use_connections) == 1  # one kept, reused
+        driver.close()
+        assert not client.connection_pool._in_use_connections
+        assert client.get(f"{place}:v:k4") == b"v"  # the caller's client still works
+    finally:
+        for key in client.scan_iter(match=f"{place}:*"):
+            client.delete(key)
+        client.close()
+
+
+def _commit_many(driver: Any, owner: str, count: int, start: Any) -> None:
+    # The child's commits all fail (an expectation never holds), the parent's all pass:
+    # a reply read by the wrong process shows as a wrong answer.
+    start.wait(30)
+    for n in range(count):
+        if owner == "child":
+            assert driver.commit({"absent": "x"}, {f"child:{n:04d}": "-"}) is False
+        else:
+            assert driver.commit({}, {f"{owner}:{n:04d}": f"{owner} {n}"}) is True
+
+
+def test_a_forked_child_does_not_share_the_parents_redis_connection(kind: str, driver: Any) -> None:
+    # The kept connection's socket is inherited by a forked child; if both sent on it
+    # at once, replies would cross. The child must open its own.
+    if kind != "redis":
+        pytest.skip("Redis only")
+    count = 500
+    driver.put("before", "fork")  # the driver now keeps a connection
+    context = multiprocessing.get_context("fork")
+    start = context.Event()
+    child = context.Process(target=_commit_many, args=(driver, "child", count, start))
+    child.start()
+    time.sleep(0.2)  # the child waits at the start line
+    start.set()
+    _commit_many(driver, "parent", count, start)
+    child.join(60)
+    assert child.exitcode == 0
+    stored = dict(driver.list_prefix(""))
+    assert [stored[f"parent:{n:04d}"] for n in range(count)] == [
+        f"parent {n}" for n in range(count)
+    ]
+    assert not any(key.startswith("child:") for key in stored)

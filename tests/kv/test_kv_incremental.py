@@ -197,7 +197,14 @@ def test_bad_ids_and_settings_are_refused(driver: Any) -> None:
             call()
     with pytest.raises(InvalidInput):
         manager.get_history("s", 0)
-    for settings in ({"snapshot_frequency": 0}, {"max_messages": -1}, {"ttl": 0}):
+    bad: tuple[dict[str, Any], ...] = (
+        {"snapshot_frequency": 0},
+        {"snapshot_frequency": None},
+        {"snapshot_frequency": 2.5},
+        {"max_messages": -1},
+        {"ttl": 0},
+    )
+    for settings in bad:
         with pytest.raises(InvalidInput):
             IncrementalSessionManager(driver, **settings)
     assert driver.list_prefix("") == []

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import StoreError, StoreUnavailable
-from sessionary.kv._redis_wire import evalsha_command, packed, send, send_async
+from sessionary.kv._redis_wire import AsyncLane, Lane, evalsha_command, packed
 from sessionary.kv.keys import MAX_KEY_LENGTH, check_key, check_prefix, check_value, prefix_end
 
 if TYPE_CHECKING:
@@ -223,7 +223,8 @@ class RedisDriver:
         self._commit = self._client.register_script(_COMMIT)
         self._list = self._client.register_script(_LIST)
         self._detour = _detour(module)
-        self._direct = isinstance(self._client, module.Redis)  # one node, with a pool
+        # One node, with a pool (not a cluster client): commits may go straight down.
+        self._lane = Lane(self._client) if isinstance(self._client, module.Redis) else None
 
     def get(self, key: str) -> str | None:
         """Return the value stored under `key`, or None."""
@@ -254,17 +255,19 @@ class RedisDriver:
         """Apply `writes` if every key in `expect` holds its value; see `KVDriver.commit`."""
         command, keys, args = self._layout.commit_command(self._commit.sha, expect, writes)
         with _mapped_errors():
-            if self._direct:
+            if self._lane is not None:
                 try:
-                    return bool(send(self._client, command))
+                    return bool(self._lane.send(command))
                 except self._detour:  # a lost script or connection: the ordinary way
                     pass
             return bool(self._commit(keys=keys, args=args))
 
     def close(self) -> None:
-        """Close the client if the driver made it."""
-        if self._owned:
-            with _mapped_errors():
+        """Give back the connections the driver kept; close the client if it made it."""
+        with _mapped_errors():
+            if self._lane is not None:
+                self._lane.close()
+            if self._owned:
                 self._client.close()
 
 
@@ -290,7 +293,9 @@ class AsyncRedisDriver:
         self._commit = self._client.register_script(_COMMIT)
         self._list = self._client.register_script(_LIST)
         self._detour = _detour(module)
-        self._direct = isinstance(self._client, module.asyncio.Redis)  # one node, with a pool
+        self._lane = (
+            AsyncLane(self._client) if isinstance(self._client, module.asyncio.Redis) else None
+        )
 
     async def get(self, key: str) -> str | None:
         """Return the value stored under `key`, or None."""
@@ -324,15 +329,17 @@ class AsyncRedisDriver:
         """Apply `writes` if every key in `expect` holds its value; see `AsyncKVDriver.commit`."""
         command, keys, args = self._layout.commit_command(self._commit.sha, expect, writes)
         with _mapped_errors():
-            if self._direct:
+            if self._lane is not None:
                 try:
-                    return bool(await send_async(self._client, command))
+                    return bool(await self._lane.send(command))
                 except self._detour:  # a lost script or connection: the ordinary way
                     pass
             return bool(await self._commit(keys=keys, args=args))
 
     async def close(self) -> None:
-        """Close the client if the driver made it."""
-        if self._owned:
-            with _mapped_errors():
+        """Give back the connections the driver kept; close the client if it made it."""
+        with _mapped_errors():
+            if self._lane is not None:
+                await self._lane.close()
+            if self._owned:
                 await self._client.aclose()

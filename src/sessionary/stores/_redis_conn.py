@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import StoreError, StoreUnavailable
-from sessionary.kv._redis_wire import evalsha_command, send, send_async
+from sessionary.kv._redis_wire import AsyncLane, Lane, evalsha_command
 from sessionary.stores._redis_lua import SCRIPTS
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ class RedisConnection:
         self._missing = module.exceptions.NoScriptError
         self._failed = module.exceptions.RedisError
         self._detour = _detour(module)
+        self._lane = Lane(self.client)
 
     def run_packed(self, name: str, keys: list[str], packed_keys: bytes, args: list[str]) -> Any:
         """`run`, sent straight down a pooled connection (`packed_keys`: `keys`, packed).
@@ -86,7 +87,7 @@ class RedisConnection:
         """
         command = evalsha_command(self.scripts[name].sha, packed_keys, len(keys), args)
         try:
-            return send(self.client, command)
+            return self._lane.send(command)
         except self._detour:
             pass
         except self._failed as exc:
@@ -107,6 +108,7 @@ class RedisConnection:
     def close(self) -> None:
         """Close the client's connections."""
         with mapped_errors():
+            self._lane.close()
             self.client.close()
 
 
@@ -127,6 +129,7 @@ class AsyncRedisConnection:
         self._missing = module.exceptions.NoScriptError
         self._failed = module.exceptions.RedisError
         self._detour = _detour(module)
+        self._lane = AsyncLane(self.client)
 
     async def run_packed(
         self, name: str, keys: list[str], packed_keys: bytes, args: list[str]
@@ -137,7 +140,7 @@ class AsyncRedisConnection:
         """
         command = evalsha_command(self.scripts[name].sha, packed_keys, len(keys), args)
         try:
-            return await send_async(self.client, command)
+            return await self._lane.send(command)
         except self._detour:
             pass
         except self._failed as exc:
@@ -158,4 +161,5 @@ class AsyncRedisConnection:
     async def close(self) -> None:
         """Close the client's connections."""
         with mapped_errors():
+            await self._lane.close()
             await self.client.aclose()

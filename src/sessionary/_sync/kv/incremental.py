@@ -126,8 +126,11 @@ class IncrementalSessionManager:
                 is next written to (or by `delete_session`).
 
         Raises:
-            InvalidInput: If a setting is not a positive number.
+            InvalidInput: If a setting is not a positive number (`snapshot_frequency`
+                a positive integer).
         """
+        if snapshot_frequency is None:
+            raise InvalidInput("snapshot_frequency must be a positive integer, got None")
         check_limit(snapshot_frequency, "snapshot_frequency")
         check_limit(max_messages, "max_messages")
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):

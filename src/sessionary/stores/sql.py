@@ -8,6 +8,10 @@ exceptions onto sessionary's) and a `Dialect` (the SQL that differs). The sync t
 Concurrency: every write to a session runs in one transaction that first locks the
 session's row (`SELECT ... FOR UPDATE`), so writers on any connection, process or
 machine queue on that row, and the head they build on cannot move before they commit.
+The one exception is cheaper, not looser: an append after the head this store's own
+last append left (`_heads`) starts with an UPDATE of that row guarded by the pk, head
+and depth it remembers, which takes the same lock and checks the same head in one
+statement; if the head moved, nothing is written and the locking path runs.
 State documents are locked the same way, their row created first if missing. Reads are
 single statements wherever consistency depends on it (a path), so they never mix two
 moments under READ COMMITTED.

@@ -196,3 +196,50 @@ def test_every_word_is_searchable(server_url: str) -> None:
         assert {h.message_id for h in manager.search("the")} == {other.id}
         assert manager.search("½") == []
         assert manager.search("be ½") == []
+
+
+def _count(manager: sessionary.SessionManager, sql: str) -> int:
+    store: Any = manager.store
+    with store._begin() as tx:
+        row = tx.fetchone(sql)
+    return int(row[0])
+
+
+def test_mysql_message_search_catches_up_before_a_search(mysql_url: str) -> None:
+    # Appends only queue a message for the index (a trigger); a search first indexes
+    # the queue, so it is complete, and edits and deletes reach the index the same way.
+    with sessionary.SessionManager(mysql_url) as old:
+        store: Any = old.store
+        store._dialect.migrations = store._dialect.migrations[:2]  # before the index moved
+        before = old.create(id="s").append(Message.user("pelican before the upgrade"))
+    with sessionary.SessionManager(mysql_url) as manager:
+        indexes = (
+            "SELECT count(*) FROM information_schema.statistics WHERE table_schema = DATABASE() "
+            "AND table_name = 'messages' AND index_type = 'FULLTEXT'"
+        )
+        assert _count(manager, indexes) == 0
+        chat = manager.session("s")
+        after = chat.append(Message.user("pelican after it"))
+        heron = chat.append(Message.user("a heron"))
+        assert _count(manager, "SELECT count(*) FROM search_pending") == 2
+        assert {h.message_id for h in manager.search("pelican")} == {before.id, after.id}
+        assert _count(manager, "SELECT count(*) FROM search_pending") == 0
+        chat.update(Message.user("a pelican now", id=heron.id))
+        assert {h.message_id for h in manager.search("pelican")} == {
+            before.id,
+            after.id,
+            heron.id,
+        }
+        assert manager.search("heron") == []
+        chat.delete(after.id)
+        assert {h.message_id for h in manager.search("pelican")} == {before.id}
+        assert _count(manager, "SELECT count(*) FROM message_search") == 1
+        many = manager.create(id="many")
+        for start in range(0, 1200, 400):  # more than one catch-up batch
+            many.append_all([Message.user(f"albatross {n}") for n in range(start, start + 400)])
+        # Appending, the store caught up before each batch past the first: only the
+        # last one waits for a search.
+        assert _count(manager, "SELECT count(*) FROM search_pending") == 400
+        assert len(manager.search("albatross", limit=5)) == 5
+        assert _count(manager, "SELECT count(*) FROM message_search") == 1201
+        assert _count(manager, "SELECT count(*) FROM search_pending") == 0

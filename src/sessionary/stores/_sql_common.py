@@ -204,6 +204,14 @@ class Dialect:
         """
         raise NotImplementedError
 
+    pending_sql: str | None = None
+    """A query of the messages the search index has yet to take in, a batch at a time,
+    or None where the index is kept in step by every write."""
+
+    def index_pending(self, pending: Sequence[Sequence[Any]]) -> list[tuple[str, list[Any]]]:
+        """The statements that index a batch of pending messages (rows of `pending_sql`)."""
+        raise NotImplementedError
+
     def index_text(self, text: str) -> str:
         """What `messages.text` holds for a message's text; its words by default."""
         return search_text(text)

@@ -91,6 +91,10 @@ from sessionary.stores._sql_common import (
 
 __all__ = ["Driver", "SQLStore", "Transaction"]
 
+_INDEX_EVERY = 256
+"""Where the search index catches up in batches, a store catches it up before every
+this many messages it appends."""
+
 _HEADS_KEPT = 4096
 """The most session heads a store remembers; it forgets them all when full."""
 
@@ -120,6 +124,7 @@ class SQLStore(SQLState, SQLDocuments):
         self._driver = driver
         self._dialect = dialect
         self._ready = False
+        self._unindexed = 0
         self._heads: dict[tuple[str, str, str], tuple[int, str | None, int]] = {}
         """Per session key, (pk, head id, head depth) as this store last wrote them.
 
@@ -284,6 +289,12 @@ class SQLStore(SQLState, SQLDocuments):
         expected_head: Expected,
     ) -> list[Message]:
         prepared = prepare_messages(messages, self.max_message_bytes)
+        if self._dialect.pending_sql is not None:
+            # Keep the search backlog short, so that no search has a long one to index.
+            self._unindexed += len(prepared)
+            if self._unindexed >= _INDEX_EVERY:
+                self._unindexed = 0
+                self._catch_up_search()
         if parent is Head.HEAD and len(prepared) <= CHUNK:
             done = self._append_alone(scope, session_id, prepared, expected_head)
             if done is not None:
@@ -570,11 +581,26 @@ class SQLStore(SQLState, SQLDocuments):
     ) -> list[SearchHit]:
         check_limit(limit)
         sql, params = self._dialect.search_sql(scope, query, limit, session_id, role)
+        self._catch_up_search()
         with self._begin() as tx:
             if session_id is not None:
                 self._session_pk(tx, scope, session_id)
             rows = tx.fetchall(sql, params)
         return self._dialect.search_hits(rows, query, limit)
+
+    def _catch_up_search(self) -> None:
+        """Index every message the search index has yet to take in (see `pending_sql`)."""
+        dialect = self._dialect
+        if dialect.pending_sql is None:
+            return
+        while True:
+            with self._begin() as tx:
+                pending = tx.fetchall(dialect.pending_sql)
+                if pending:
+                    for statement, params in dialect.index_pending(pending):
+                        tx.execute(statement, params)
+            if not pending:
+                return
 
     # ------------------------------------------------------------------ whole stores
 

@@ -141,6 +141,8 @@ _V2: tuple[str, ...] = (
 _PENDING = (
     "INSERT INTO search_pending (seq, n) VALUES (NEW.seq, 1) ON DUPLICATE KEY UPDATE n = n + 1"
 )
+"""Queue an edited message again. (A new one is queued with a plain INSERT: its seq is
+new, and concurrent `ON DUPLICATE KEY` inserts at the end of the key deadlock.)"""
 _V3: tuple[str, ...] = (
     "SET SESSION innodb_ft_enable_stopword = OFF",
     f"""CREATE TABLE IF NOT EXISTS message_search (
@@ -155,7 +157,8 @@ _V3: tuple[str, ...] = (
     # Dropped first (MySQL before 8.0.29 has no CREATE TRIGGER IF NOT EXISTS); a message
     # written between the two is still indexed, by the copy below.
     "DROP TRIGGER IF EXISTS messages_search_insert",
-    f"CREATE TRIGGER messages_search_insert AFTER INSERT ON messages FOR EACH ROW {_PENDING}",
+    "CREATE TRIGGER messages_search_insert AFTER INSERT ON messages FOR EACH ROW "
+    "INSERT INTO search_pending (seq, n) VALUES (NEW.seq, 1)",
     "DROP TRIGGER IF EXISTS messages_search_update",
     "CREATE TRIGGER messages_search_update AFTER UPDATE ON messages FOR EACH ROW "
     f"BEGIN IF NOT (NEW.text <=> OLD.text) THEN {_PENDING}; END IF; END",
@@ -187,6 +190,8 @@ class MySQLDialect(Dialect):
     )
     appends_alone = True
     pending_sql = "SELECT seq, n FROM search_pending ORDER BY seq LIMIT 500"
+    index_lock = ("SELECT GET_LOCK('sessionary search index', %s)",)
+    index_unlock = "SELECT RELEASE_LOCK('sessionary search index')"
     share_lock = " LOCK IN SHARE MODE"
     """Understood by MySQL 8 and MariaDB alike (MariaDB has no `FOR SHARE`)."""
 
@@ -317,10 +322,11 @@ COMMIT"""
     def index_pending(self, pending: Sequence[Sequence[Any]]) -> list[tuple[str, list[Any]]]:
         """The statements that index a batch of pending messages (rows of `pending_sql`).
 
-        Lock-free: the batch is read as it stands, the messages' current text replaces
-        their index rows, and a pending row goes only if nobody queued it again since
-        (its count `n` is unchanged). Index rows are written in seq order, then the
-        pending ones, as a delete's trigger writes them, so the two cannot deadlock.
+        The batch is read as it stands, the messages' current text replaces their index
+        rows, and a pending row goes only if nobody queued it again since (its count `n`
+        is unchanged). Index rows are written in seq order, then the pending ones, as a
+        delete's trigger writes them. Catch-ups take turns under a named lock
+        (`index_lock`), since two writing the same index rows could deadlock.
         """
         seqs = [row[0] for row in pending]
         marks = ", ".join(["%s"] * len(seqs))
@@ -334,8 +340,8 @@ COMMIT"""
                 seqs,
             ),
             (
-                f"DELETE FROM search_pending WHERE (seq, n) IN ({pairs})",
-                [value for row in pending for value in row],
+                f"DELETE FROM search_pending WHERE seq IN ({marks}) AND (seq, n) IN ({pairs})",
+                [*seqs, *(value for row in pending for value in row)],
             ),
         ]
 

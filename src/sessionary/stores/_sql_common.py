@@ -208,6 +208,12 @@ class Dialect:
     """A query of the messages the search index has yet to take in, a batch at a time,
     or None where the index is kept in step by every write."""
 
+    index_lock: tuple[str, ...] = ()
+    """A query taking the lock that catch-ups take turns under (its one parameter: the
+    seconds to wait; it returns 1 if taken), and"""
+    index_unlock = ""
+    """the statement giving it back."""
+
     def index_pending(self, pending: Sequence[Sequence[Any]]) -> list[tuple[str, list[Any]]]:
         """The statements that index a batch of pending messages (rows of `pending_sql`)."""
         raise NotImplementedError

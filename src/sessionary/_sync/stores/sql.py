@@ -95,6 +95,9 @@ _INDEX_EVERY = 256
 """Where the search index catches up in batches, a store catches it up before every
 this many messages it appends."""
 
+_INDEX_WAIT = 10
+"""Seconds a search waits for another client's catch-up of the search index."""
+
 _HEADS_KEPT = 4096
 """The most session heads a store remembers; it forgets them all when full."""
 
@@ -294,7 +297,7 @@ class SQLStore(SQLState, SQLDocuments):
             self._unindexed += len(prepared)
             if self._unindexed >= _INDEX_EVERY:
                 self._unindexed = 0
-                self._catch_up_search()
+                self._catch_up_search(wait=False)
         if parent is Head.HEAD and len(prepared) <= CHUNK:
             done = self._append_alone(scope, session_id, prepared, expected_head)
             if done is not None:
@@ -588,17 +591,31 @@ class SQLStore(SQLState, SQLDocuments):
             rows = tx.fetchall(sql, params)
         return self._dialect.search_hits(rows, query, limit)
 
-    def _catch_up_search(self) -> None:
-        """Index every message the search index has yet to take in (see `pending_sql`)."""
+    def _catch_up_search(self, wait: bool = True) -> None:
+        """Index every message the search index has yet to take in (see `pending_sql`).
+
+        Catch-ups take turns under the dialect's lock. Without `wait`, this returns at
+        once if another is under way; with it, it waits up to `_INDEX_WAIT` seconds,
+        then goes ahead anyway (the statements stay correct, only a deadlock gets
+        likelier).
+        """
         dialect = self._dialect
         if dialect.pending_sql is None:
             return
         while True:
             with self._begin() as tx:
-                pending = tx.fetchall(dialect.pending_sql)
-                if pending:
-                    for statement, params in dialect.index_pending(pending):
-                        tx.execute(statement, params)
+                for statement in dialect.index_lock:
+                    taken = tx.fetchone(statement, (_INDEX_WAIT if wait else 0,))
+                    if not wait and (taken is None or taken[0] != 1):
+                        return
+                try:
+                    pending = tx.fetchall(dialect.pending_sql)
+                    if pending:
+                        for statement, params in dialect.index_pending(pending):
+                            tx.execute(statement, params)
+                finally:
+                    if dialect.index_unlock:
+                        tx.execute(dialect.index_unlock)
             if not pending:
                 return
 

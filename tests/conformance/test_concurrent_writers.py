@@ -174,3 +174,18 @@ def test_an_append_lands_in_a_session_recreated_under_the_same_id(
     assert fresh.parent_id == "m1"
     assert [m.text for m in manager.session("s1").history()] == ["again", "new"]
     assert manager.session("s1").message_count() == 2
+
+
+def test_one_store_keeps_same_named_sessions_of_two_scopes_apart(
+    manager: sessionary.SessionManager,
+) -> None:
+    # A store remembers heads per session; the same id in another scope is another
+    # session, however the appends to the two alternate through that one store.
+    other = sessionary.SessionManager(manager.store, tenant="other-tenant")
+    mine, theirs = manager.create(id="same"), other.create(id="same")
+    for turn in range(3):
+        mine.append(Message.user(f"mine {turn}"))
+        theirs.append(Message.user(f"theirs {turn}"))
+    assert [m.text for m in manager.session("same").history()] == [f"mine {n}" for n in range(3)]
+    assert [m.text for m in other.session("same").history()] == [f"theirs {n}" for n in range(3)]
+    assert manager.session("same").message_count() == other.session("same").message_count() == 3

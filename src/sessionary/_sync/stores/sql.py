@@ -127,7 +127,10 @@ class SQLStore(SQLState, SQLDocuments):
         self._driver = driver
         self._dialect = dialect
         self._ready = False
-        self._unindexed = 0
+        self._unindexed = _INDEX_EVERY
+        """Messages appended since this store last caught the search index up. It starts
+        full, so that a store's first append catches up too: stores that each append
+        fewer than `_INDEX_EVERY` messages cannot grow the backlog without bound."""
         self._heads: dict[tuple[str, str, str], tuple[int, str | None, int]] = {}
         """Per session key, (pk, head id, head depth) as this store last wrote them.
 

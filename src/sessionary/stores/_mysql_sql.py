@@ -190,7 +190,7 @@ class MySQLDialect(Dialect):
     )
     appends_alone = True
     pending_sql = "SELECT seq, n FROM search_pending ORDER BY seq LIMIT 500"
-    index_lock = ("SELECT GET_LOCK('sessionary search index', %s)",)
+    index_lock = "SELECT GET_LOCK('sessionary search index', %s)"
     index_unlock = "SELECT RELEASE_LOCK('sessionary search index')"
     share_lock = " LOCK IN SHARE MODE"
     """Understood by MySQL 8 and MariaDB alike (MariaDB has no `FOR SHARE`)."""

@@ -208,9 +208,9 @@ class Dialect:
     """A query of the messages the search index has yet to take in, a batch at a time,
     or None where the index is kept in step by every write."""
 
-    index_lock: tuple[str, ...] = ()
+    index_lock = ""
     """A query taking the lock that catch-ups take turns under (its one parameter: the
-    seconds to wait; it returns 1 if taken), and"""
+    seconds to wait; it returns 1 if taken), or "" for none; and"""
     index_unlock = ""
     """the statement giving it back."""
 

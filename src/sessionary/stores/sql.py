@@ -615,8 +615,8 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
             return
         while True:
             async with self._begin() as tx:
-                for statement in dialect.index_lock:
-                    taken = await tx.fetchone(statement, (_INDEX_WAIT if wait else 0,))
+                if dialect.index_lock:
+                    taken = await tx.fetchone(dialect.index_lock, (_INDEX_WAIT if wait else 0,))
                     if not wait and (taken is None or taken[0] != 1):
                         return
                 try:

@@ -607,8 +607,8 @@ class SQLStore(SQLState, SQLDocuments):
             return
         while True:
             with self._begin() as tx:
-                for statement in dialect.index_lock:
-                    taken = tx.fetchone(statement, (_INDEX_WAIT if wait else 0,))
+                if dialect.index_lock:
+                    taken = tx.fetchone(dialect.index_lock, (_INDEX_WAIT if wait else 0,))
                     if not wait and (taken is None or taken[0] != 1):
                         return
                 try:

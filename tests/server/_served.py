@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
@@ -25,3 +29,23 @@ class Served:
 
     async def token(self, tenant: str, user: str | None = None) -> str:
         return (await self.keyring.create(tenant, user))[1]
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
+    """Serve `app` with a real uvicorn on a free loopback port; yield its base URL."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -31,3 +31,11 @@ async def served(server_store_url: str) -> AsyncIterator[Served]:
     async with app.router.lifespan_context(app):
         keyring = app.state.sessionary.keyring
         yield Served(app, keyring)
+
+
+@pytest.fixture
+def unavailable(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """The root conftest's `backend_unavailable`: skip locally, fail in CI."""
+    root = request.config.pluginmanager.get_plugin(str(Path(__file__).parents[1] / "conftest.py"))
+    found: Callable[[str], None] = root.backend_unavailable
+    return found

@@ -28,9 +28,11 @@ async def store(server_store_url: str) -> AsyncIterator[AsyncStore]:
 async def test_bound_server_offers_the_sessions_own_tools(store: AsyncStore) -> None:
     config = mcp_config(["memory:writable:user", "notes:skill"])
     server = create_mcp_server(store, ADA, session_id="chat-1", config=config)
-    library = await AsyncSessionManager(store, tenant="acme", user="ada", config=config).session(
-        "chat-1"
-    ).tools()
+    library = (
+        await AsyncSessionManager(store, tenant="acme", user="ada", config=config)
+        .session("chat-1")
+        .tools()
+    )
     async with Client(server) as client:
         listed = (await client.list_tools()).tools
         assert [(t.name, t.description, t.input_schema) for t in listed] == [

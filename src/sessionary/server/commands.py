@@ -1,0 +1,216 @@
+"""The server's commands as plain functions, for the `sessionary` CLI to call.
+
+| function | runs |
+| --- | --- |
+| `serve(db, ...)` | the HTTP API, its docs and the web viewer (uvicorn), until stopped |
+| `mcp(db, ...)` | the MCP server over stdio or streamable HTTP, until stopped |
+| `create_key(db, tenant, ...)` | makes an API key; returns its record and its token |
+| `list_keys(db, ...)` | the keys' records (never their secrets) |
+| `revoke_key(db, key_id)` | revokes a key |
+
+``python -m sessionary.server`` runs them from a shell (`main` below) until the
+`sessionary` CLI offers them as ``sessionary serve``, ``sessionary mcp`` and
+``sessionary keys create|list|revoke``. `db` is a store URL or a SQLite file path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from sessionary.blocks import BlockSpec, SessionConfig
+from sessionary.errors import InvalidInput
+from sessionary.records import Scope
+from sessionary.server.app import DEFAULT_MAX_BODY, create_app
+from sessionary.server.keys import ApiKey, Keyring
+from sessionary.stores.base import AsyncStore
+from sessionary.stores.registry import open_async_store
+
+if TYPE_CHECKING:
+    from mcp.server import Server
+
+__all__ = [
+    "DEFAULT_MCP_BLOCKS",
+    "create_key",
+    "list_keys",
+    "mcp",
+    "mcp_config",
+    "parse_block",
+    "revoke_key",
+    "serve",
+]
+
+T = TypeVar("T")
+DEFAULT_MCP_BLOCKS = ("memory:writable:user",)
+"""The blocks `mcp` offers when given none: one writable block shared by the user's sessions."""
+
+_log = logging.getLogger("sessionary.server")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    db: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    auth: bool = True,
+    tenant: str = "default",
+    user: str = "default",
+    cors_origins: Sequence[str] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY,
+    log_level: str = "info",
+) -> None:
+    """Serve the HTTP API and the viewer on `host`:`port` until interrupted.
+
+    Args:
+        db: The store URL or SQLite path.
+        host: The address to listen on (default: loopback only).
+        port: The port.
+        auth: Require API keys (`create_key`); False serves `tenant` to anyone who can
+            connect, so it is refused on an address other than loopback.
+        tenant: The tenant served without keys.
+        user: The default user served without keys.
+        cors_origins: Browser origins allowed to call the API (none by default).
+        max_body_bytes: The largest request body taken.
+        log_level: uvicorn's log level.
+
+    Raises:
+        InvalidInput: If `auth` is off on a non-loopback address.
+    """
+    import uvicorn
+
+    if not auth and not _is_loopback(host):
+        raise InvalidInput(f"refusing to serve without API keys on {host}; use loopback")
+    app = create_app(
+        db,
+        auth=auth,
+        tenant=tenant,
+        user=user,
+        cors_origins=cors_origins,
+        max_body_bytes=max_body_bytes,
+    )
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def parse_block(text: str) -> BlockSpec:
+    """Return the stored block ``label[:kind[:level]]`` names (kind: writable by default).
+
+    Raises:
+        InvalidInput: If the text does not name a block.
+    """
+    label, _, rest = text.partition(":")
+    kind, _, level = rest.partition(":")
+    return BlockSpec(label, kind=kind or "writable", level=level or "session")  # type: ignore[arg-type]
+
+
+def mcp_config(blocks: Sequence[str] = DEFAULT_MCP_BLOCKS, history: bool = True) -> SessionConfig:
+    """Return the config `mcp` offers: the named stored blocks and the history tools."""
+    specs = tuple(parse_block(text) for text in blocks)
+    return SessionConfig(blocks=specs, history_tools=history)
+
+
+def mcp(
+    db: str,
+    *,
+    transport: Literal["stdio", "http"] = "stdio",
+    tenant: str = "default",
+    user: str = "default",
+    session_id: str | None = None,
+    blocks: Sequence[str] = DEFAULT_MCP_BLOCKS,
+    history: bool = True,
+    host: str = "127.0.0.1",
+    port: int = 8001,
+) -> None:
+    """Serve the memory tools over MCP until the client disconnects or it is interrupted.
+
+    Args:
+        db: The store URL or SQLite path.
+        transport: "stdio" (for a client that starts the server) or "http" (streamable
+            HTTP at ``http://host:port/mcp``).
+        tenant: The tenant the tools act for.
+        user: The user the tools act for.
+        session_id: Bind every call to this session; None: each call names one.
+        blocks: Stored blocks to offer, each ``label[:kind[:level]]``.
+        history: Offer session_search, session_list and session_history.
+        host: The HTTP address (loopback by default: the server has no keys).
+        port: The HTTP port.
+    """
+    from sessionary.server.mcp import create_mcp_server
+
+    scope, config = Scope(tenant, user), mcp_config(blocks, history)
+    if transport not in ("stdio", "http"):
+        raise InvalidInput(f"an MCP transport is 'stdio' or 'http', not {transport!r}")
+
+    async def run() -> None:
+        store = open_async_store(db)
+        try:
+            server = create_mcp_server(store, scope, session_id=session_id, config=config)
+            if transport == "stdio":
+                await _run_stdio(server)
+            else:
+                await _run_http(server, host, port)
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+
+
+async def _run_stdio(server: Server[Any]) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def _run_http(server: Server[Any], host: str, port: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info")).serve()
+
+
+def _with_keyring(db: str, work: Callable[[Keyring], Awaitable[T]]) -> T:
+    async def run() -> T:
+        store: AsyncStore = open_async_store(db)
+        try:
+            return await work(Keyring(store))
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
+def create_key(db: str, tenant: str, user: str | None = None, name: str = "") -> tuple[ApiKey, str]:
+    """Make an API key for `tenant` (only `user`, if given); return its record and token.
+
+    The token is shown only here: the store keeps a salted hash of it.
+
+    Raises:
+        InvalidId: If the tenant or user is malformed.
+    """
+    return _with_keyring(db, lambda ring: ring.create(tenant, user, name))
+
+
+def list_keys(db: str, tenant: str | None = None) -> list[ApiKey]:
+    """Return the API keys' records (of one tenant, if given), revoked ones too."""
+    return _with_keyring(db, lambda ring: ring.list(tenant))
+
+
+def revoke_key(db: str, key_id: str) -> ApiKey:
+    """Revoke an API key by its id; servers stop taking it within their key cache time.
+
+    Raises:
+        NotFound: If there is no such key.
+    """
+    return _with_keyring(db, lambda ring: ring.revoke(key_id))

@@ -1,0 +1,66 @@
+"""The command functions the CLI wires up, and ``python -m sessionary.server``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+from sessionary import SessionManager
+from sessionary.errors import InvalidInput, NotFound
+from sessionary.server import commands
+from sessionary.server.__main__ import main
+
+
+def test_keys_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "keys.db")
+    key, token = commands.create_key(db, "acme", "ada", "laptop")
+    assert token.startswith("sess_" + key.id + ".") and (key.tenant, key.user) == ("acme", "ada")
+    assert [k.id for k in commands.list_keys(db)] == [key.id]
+    assert commands.revoke_key(db, key.id).revoked_at is not None
+    assert commands.list_keys(db, "acme")[0].revoked_at is not None
+    with pytest.raises(NotFound):
+        commands.revoke_key(db, "0123456789abcdef")
+    assert main(["--db", db, "keys", "create", "acme"]) == 0
+    assert '"token": "sess_' in capsys.readouterr().out
+    assert main(["--db", db, "keys", "revoke", "nope"]) == 1
+    assert "no API key" in capsys.readouterr().err
+
+
+def test_block_specs_and_refusals() -> None:
+    spec = commands.parse_block("notes:skill:app")
+    assert (spec.label, spec.kind, spec.level) == ("notes", "skill", "app")
+    assert commands.parse_block("memory").kind == "writable"
+    with pytest.raises(InvalidInput):
+        commands.parse_block("bad label")
+    with pytest.raises(InvalidInput, match="loopback"):
+        commands.serve("memory://", host="0.0.0.0", auth=False)
+
+
+def test_every_command_has_help() -> None:
+    for argv in (["--help"], ["serve", "--help"], ["mcp", "--help"], ["keys", "create", "--help"]):
+        run = subprocess.run(
+            [sys.executable, "-m", "sessionary.server", *argv], capture_output=True, text=True
+        )
+        assert run.returncode == 0 and "usage:" in run.stdout
+
+
+async def test_mcp_over_stdio(tmp_path: Path) -> None:
+    db = str(tmp_path / "mcp.db")
+    with SessionManager(db, tenant="acme", user="ada") as mgr:
+        mgr.create(id="chat").append({"role": "user", "content": "the staging password rotates"})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "sessionary.server", "--db", db, "mcp", "--tenant", "acme", "--user", "ada"],
+    )
+    async with Client(params) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert names == ["set_context", "session_search", "session_list", "session_history"]
+        found = await client.call_tool("session_search", {"query": "staging"})
+        assert "**staging**" in found.content[0].text
+        args = {"session_id": "chat", "label": "memory", "content": "rotate monthly"}
+        assert not (await client.call_tool("set_context", args)).is_error

@@ -15,15 +15,3 @@ if [ ! -f "$stamp" ]; then
     rm -f .venv/.installed-*
     touch "$stamp"
 fi
-# The web viewer's browser test drives Debian's chromium through its chromedriver (no
-# browser download): install them when missing and apt-get can be used (as root).
-if { [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; } \
-    && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-    echo "scripts: installing chromium and chromium-driver for the viewer's browser test" >&2
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver \
-            >/dev/null 2>&1; then
-        apt-get update -qq >/dev/null 2>&1 || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null \
-            || echo "scripts: could not install chromium; the browser test will say so" >&2
-    fi
-fi

@@ -292,6 +292,8 @@ def test_progress_lines_when_not_a_terminal() -> None:
     with Reporter(console, "import", None, "bytes", every=2e6) as bar:
         for _ in range(5):
             bar.advance(1e6)
+    with Reporter(console, "import", 20e3, "bytes") as bar:
+        bar.advance(20e3)
     lines = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
     assert lines == [
         "migrating: 1/5 sessions, 1 messages copied",  # at each tenth of the work
@@ -302,6 +304,7 @@ def test_progress_lines_when_not_a_terminal() -> None:
         "import: 2.0 MB read",  # every `every` without a total
         "import: 4.0 MB read",
         "import: 5.0 MB read",  # and where it ended
+        "import: 20.0 kB of 20.0 kB read",
     ]
 
 

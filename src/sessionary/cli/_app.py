@@ -229,8 +229,9 @@ class Env:
             yield
 
     def print(self, *items: RenderableType, soft_wrap: bool = False) -> None:
-        """Print renderables on standard output."""
-        self.out.print(*items, soft_wrap=soft_wrap)
+        """Print renderables on standard output, each starting on a line of its own."""
+        for item in items:
+            self.out.print(item, soft_wrap=soft_wrap)
 
     def echo(self, text: str = "") -> None:
         """Print one line of plain text on standard output, exactly as given."""

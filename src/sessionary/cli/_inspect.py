@@ -101,7 +101,6 @@ def _overlays_view(session: Session, full: bool) -> list[RenderableType]:
     overlays = session.overlays()
     if not overlays:
         return []
-    prefixes = unique_prefixes([o.first_id for o in overlays] + [o.last_id for o in overlays])
     shown: list[RenderableType] = [Rule("compaction overlays", align="left", style="dim")]
     for overlay in overlays:
         superseded = (
@@ -115,8 +114,8 @@ def _overlays_view(session: Session, full: bool) -> list[RenderableType]:
         )
         shown.append(
             Text(
-                f"  covers {plural(overlay.covered, 'message')}: {prefixes[overlay.first_id]} .. "
-                f"{prefixes[overlay.last_id]}; history {overlay.tokens_before:,} → "
+                f"  covers {plural(overlay.covered, 'message')}: {overlay.first_id} .. "
+                f"{overlay.last_id}; history {overlay.tokens_before:,} → "
                 f"{overlay.tokens_after:,} tokens"
             )
         )
@@ -296,18 +295,12 @@ def _parts(
     ]
     for message in turn.history:
         info = summary_info(message)
-        label = (
-            f"summary of {plural(int(info.get('covered') or 0), 'message')}"
-            if info is not None
-            else ""
+        what = (
+            prefixes[message.id]
+            if info is None
+            else f"summary of {plural(int(info.get('covered') or 0), 'message')}"
         )
-        parts.append(
-            _Part(
-                "message",
-                f"{message.role} {prefixes[message.id]} {label}".rstrip(),
-                counter.count_message(message),
-            )
-        )
+        parts.append(_Part("message", f"{message.role} {what}", counter.count_message(message)))
     for tool in turn.export_tools("openai-chat"):
         parts.append(_Part("tool", f"tool {tool['function']['name']}", counter.count_tools([tool])))
     return parts

@@ -24,10 +24,14 @@ from rich.progress import (
 __all__ = ["Reporter"]
 
 
+def _bytes(count: float) -> str:
+    return f"{count / 1e6:,.1f} MB" if count >= 1e5 else f"{count / 1e3:,.1f} kB"
+
+
 def _amount(done: float, total: float | None, unit: str) -> str:
     if unit == "bytes":
-        of = f" of {total / 1e6:,.1f} MB" if total else ""
-        return f"{done / 1e6:,.1f} MB{of} read"
+        of = f" of {_bytes(total)}" if total else ""
+        return f"{_bytes(done)}{of} read"
     return f"{int(done):,}/{int(total):,} {unit}" if total else f"{int(done):,} {unit}"
 
 

@@ -90,10 +90,11 @@ class RecordReader:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for number, raw in enumerate(self.stream, 1):
-            self.reporter.advance(len(raw), f"{plural(self.sessions, 'session')} read")
             record = self._parse(raw, number)
             if record is not None:
                 self.sessions += record.get("type") == "session"
+            self.reporter.advance(len(raw), f"{plural(self.sessions, 'session')} read")
+            if record is not None:
                 yield record
 
     def _parse(self, raw: bytes, number: int) -> dict[str, Any] | None:

@@ -377,6 +377,7 @@ def session_view(info: SessionInfo, state: State | None) -> Group:
 
 
 _SESSION_COLUMNS = ("ID", "NAME", "MSGS", "TOKENS", "UPDATED", "MODEL", "ENDED", "LAST MESSAGE")
+_DROPPED_FIRST = (3, 6, 5, 4, 1)  # TOKENS, ENDED, MODEL, UPDATED, NAME
 
 
 def session_table(
@@ -401,17 +402,24 @@ def session_table(
                 previews.get(info.id, ""),
             ]
         )
+    columns = list(range(len(_SESSION_COLUMNS)))
     widths = [
         max(len(name), *(len(row[c]) for row in rows)) for c, name in enumerate(_SESSION_COLUMNS)
     ]
-    room = max(width - sum(widths[:-1]) - 2 * (len(widths) - 1) - 1, 12)
+    # On a narrow terminal, columns go (least useful first) rather than every one shrinking.
+    for dropped in _DROPPED_FIRST:
+        if sum(widths[c] + 2 for c in columns[:-1]) + 12 <= width:
+            break
+        columns.remove(dropped)
+    room = max(width - sum(widths[c] + 2 for c in columns[:-1]) - 1, 12)
     table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
-    for column, name in enumerate(_SESSION_COLUMNS):
+    for column in columns:
+        name = _SESSION_COLUMNS[column]
         justify: Literal["left", "right"] = "right" if name in ("MSGS", "TOKENS") else "left"
         table.add_column(name, justify=justify, no_wrap=True, min_width=min(widths[column], room))
     for row in rows:
         row[-1] = shorten(row[-1], room)
-        table.add_row(*row)
+        table.add_row(*(row[c] for c in columns))
     return table
 
 

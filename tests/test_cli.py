@@ -774,3 +774,14 @@ def test_console_script(tmp_path: Path) -> None:
         "sessionary: error: no session 'nope' in tenant 'default', user 'default' "
         "(`sessionary scopes` lists the others)\n"
     )
+
+
+def test_examples_are_listed_and_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "examples")
+    assert code == 0
+    assert "python -m sessionary.examples.agent_turn" in out
+    assert "quickstart   Sessions: append," in out
+    code, out, _ = run(capsys, "examples", "quickstart")
+    assert code == 0 and out.startswith('"""Sessions:') and "SessionManager(" in out
+    code, _, err = run(capsys, "examples", "nope")
+    assert code == 2 and "no example 'nope'" in err

@@ -300,11 +300,18 @@ _SCOPE_HELP = (
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the data as JSON.")
 
 
+_ORDER = (
+    "ls", "show", "search", "scopes", "inspect", "context", "export", "import", "rm",
+    "migrate", "demo", "examples", "completion",
+)  # fmt: skip
+
+
 class _Group(click.Group):
-    """Commands listed in the order they were added (the order of the help text)."""
+    """Commands listed from the everyday to the rare, not alphabetically."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)
+        rank = {name: i for i, name in enumerate(_ORDER)}
+        return sorted(self.commands, key=lambda name: (rank.get(name, len(rank)), name))
 
 
 @click.group(
@@ -322,8 +329,9 @@ class _Group(click.Group):
 def root(ctx: click.Context, db: str | None, tenant: str, user: str, no_pager: bool) -> None:
     """Durable, branching, searchable sessions for LLM agents.
 
-    Commands that only read (ls, show, search, context, inspect, scopes, export) never
-    change the store; a SQLite file they are pointed at is opened read-only.
+    Commands that only read (ls, show, context, inspect, scopes, export) open a SQLite
+    file read-only, so they never change it; search changes nothing but the full-text
+    index it brings up to date.
     """
     env = ctx.ensure_object(Env)
     env.db, env.tenant, env.user, env.pager = db, tenant, user, not no_pager

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import ast
+from pathlib import Path
 
 import click
 from click.shell_completion import get_completion_class
@@ -31,15 +31,17 @@ def completion_command(shell: str) -> None:
     click.echo(completion(root, {}, "sessionary", "_SESSIONARY_COMPLETE").source())
 
 
-def _examples() -> dict[str, str]:
-    import sessionary.examples as package
+def _examples() -> dict[str, Path]:
+    """The example modules shipped in `sessionary.examples`, by name (not imported: they run)."""
+    folder = Path(__file__).resolve().parent.parent / "examples"
+    return {
+        path.stem: path for path in sorted(folder.glob("*.py")) if not path.stem.startswith("_")
+    }
 
-    found = {}
-    for module in pkgutil.iter_modules(package.__path__):
-        if not module.name.startswith("_"):
-            loaded = importlib.import_module(f"sessionary.examples.{module.name}")
-            found[module.name] = (loaded.__doc__ or "").strip().splitlines()[0]
-    return found
+
+def _summary(path: Path) -> str:
+    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return docstring.strip().splitlines()[0] if docstring.strip() else ""
 
 
 @root.command("examples")
@@ -53,14 +55,11 @@ def examples_command(env: Env, name: str | None) -> None:
     """
     examples = _examples()
     if name is None:
-        for key, summary in examples.items():
-            env.echo(f"{key:<14} {summary}")
-            env.echo(f"{'':<14} python -m sessionary.examples.{key}")
+        for key, path in examples.items():
+            env.echo(f"{key:<12} {_summary(path)}")
+            env.echo(f"{'':<12} python -m sessionary.examples.{key}")
         return
     if name not in examples:
-        raise click.BadParameter(
-            f"no example {name!r}; one of: {', '.join(examples)}", param_hint="NAME"
-        )
-    import inspect
-
-    env.echo(inspect.getsource(importlib.import_module(f"sessionary.examples.{name}")).rstrip())
+        known = ", ".join(examples)
+        raise click.BadParameter(f"no example {name!r}; one of: {known}", param_hint="NAME")
+    env.echo(examples[name].read_text(encoding="utf-8").rstrip())

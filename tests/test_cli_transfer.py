@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import runpy
 import shlex
 import subprocess
 import sys
@@ -241,3 +242,11 @@ def test_a_closed_pipe_is_quiet(url: str) -> None:
         command, shell=True, capture_output=True, text=True, timeout=120, check=False
     )
     assert "Traceback" not in done.stderr and len(done.stdout) == 10
+
+
+def test_import_memory_bench_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = runpy.run_path(str(Path(__file__).resolve().parent.parent / "bench" / "import_rss.py"))
+    assert bench["main"](["--megabytes", "0.4"]) == 0
+    table = capsys.readouterr().out
+    assert "| export | sessions | messages | import time | peak RSS |" in table
+    assert table.count(" MB |") >= 4

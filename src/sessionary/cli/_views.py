@@ -17,7 +17,7 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any, Literal
 
-from rich.console import Group, RenderableType
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -440,7 +440,7 @@ def style_spans(text: str, spans: Spans, style: str = "bold reverse") -> Text:
     return styled
 
 
-def render_hit(hit: SearchHit, spans: Spans | None, short: str | None = None) -> Text:
+def render_hit(hit: SearchHit, spans: Spans | None) -> Text:
     """Return a search hit: its role, where it is and its rank, then its snippet.
 
     `spans` are the matches' offsets into `hit.snippet`, styled without adding a
@@ -448,7 +448,7 @@ def render_hit(hit: SearchHit, spans: Spans | None, short: str | None = None) ->
     stores mark matches in-band with `**`, which cannot be told apart from an author's
     own markdown, so nothing is styled until `SearchHit` carries spans.
     """
-    where = f"session {hit.session_id}  message {short or hit.message_id}"
+    where = f"session {hit.session_id}  message {hit.message_id}"
     head = Text.assemble(
         role_text(hit.role, ROLE_WIDTH), " ", where, "  ", (f"rank {hit.rank:.3g}", "dim")
     )
@@ -467,8 +467,3 @@ def hit_to_dict(hit: SearchHit) -> dict[str, Any]:
         "snippet": hit.snippet,
         "created_at": hit.created_at.isoformat(),
     }
-
-
-def renderables(items: Iterable[RenderableType]) -> Group:
-    """Return several renderables as one, separated by nothing."""
-    return Group(*items)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -13,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import sessionary
-from sessionary import Message, ReasoningPart, TextPart, ToolCallPart, _demo, _render, cli
-from sessionary._render import Style, render_message, render_tree
-from sessionary.cli import build_parser, main
+from sessionary import Message, ReasoningPart, TextPart, ToolCallPart, _demo, cli
+from sessionary.cli import _app, main, root
+from sessionary.cli._views import TreeMarks, message_view, style_spans, tree_lines, unique_prefixes
 
 Result = tuple[int, str, str]
 
@@ -54,56 +53,69 @@ def demo(capsys: pytest.CaptureFixture[str], url: str) -> dict[str, str]:
     }
 
 
-def subcommands() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
-    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert len(actions) == 1
-    return dict(actions[0].choices)
+COMMANDS = sorted(root.commands)
 
 
-def command_help() -> dict[str, str | None]:
-    parser = build_parser()
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {choice.dest: choice.help for choice in action._choices_actions}
+def command_help() -> dict[str, str]:
+    return {name: command.get_short_help_str(200) for name, command in root.commands.items()}
 
 
 # ------------------------------------------------------------------------- help
 
 
 def test_public_names() -> None:
-    assert sorted(cli.__all__) == sorted(
-        ["DEFAULT_DB", "ENV_URL", "CLIError", "Context", "build_parser", "main", "show_lines"]
-    )
+    assert sorted(cli.__all__) == sorted(["DEFAULT_DB", "ENV_URL", "CLIError", "main", "root"])
     assert sorted(_demo.__all__) == ["Demo", "build_demo"]
-    renderers = ["render_hit", "render_message", "render_session", "render_session_table"]
-    assert sorted(_render.__all__) == sorted(
-        ["Style", "plural", "short_id", "summarize", *renderers, "render_tree"]
-    )
 
 
 def test_the_commands() -> None:
-    assert sorted(subcommands()) == [
-        "demo", "export", "import", "ls", "migrate", "rm", "search", "show"
-    ]  # fmt: skip
+    assert (
+        sorted(
+            [
+                "completion",
+                "context",
+                "demo",
+                "examples",
+                "export",
+                "import",
+                "inspect",
+                "ls",
+                "migrate",
+                "rm",
+                "scopes",
+                "search",
+                "show",
+            ]
+        )
+        == COMMANDS
+    )
 
 
-@pytest.mark.parametrize("name", sorted(subcommands()))
+@pytest.mark.parametrize("name", COMMANDS)
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str], name: str) -> None:
     assert command_help()[name], f"command {name!r} has no help text"
     code, out, err = run(capsys, name, "--help")
     assert code == 0
-    assert out.startswith(f"usage: sessionary {name}")
-    assert "--db URL" in out  # the store options work after the command too
+    assert out.startswith(f"Usage: sessionary {name}")
+    if name not in ("migrate", "completion", "examples"):
+        assert "--db URL" in out  # the store options work after the command too
     assert err == ""
 
 
 def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--help")
     assert code == 0
-    for name, text in command_help().items():
-        assert name in out
-        assert text is not None and text in out
-    assert "SESSIONARY_URL" in out
+    for name in COMMANDS:
+        assert f"  {name} " in out
+    assert "SESSIONARY_URL" in out and "--no-pager" in out
+
+
+def test_help_tells_no_stale_story(capsys: pytest.CaptureFixture[str]) -> None:
+    texts = [run(capsys, name, "--help")[1] for name in COMMANDS]
+    joined = " ".join(" ".join(text.split()) for text in texts)
+    assert "do not exist yet" not in joined
+    assert "all or nothing" not in joined  # import commits per session, and says so
+    assert "committed whole, or not at all, as soon as its records are read" in joined
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,10 +124,10 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], url: str) -> None:
-    for args in ([], ["frobnicate"], ["--db", url, "ls", "--limit", "0"], ["show"]):
+    for args in (["frobnicate"], ["--db", url, "ls", "--limit", "0"], ["show"]):
         code, _, err = run(capsys, *args)
         assert code == 2, args
-        assert "usage: sessionary" in err
+        assert "Usage: sessionary" in err
         assert "Traceback" not in err
 
 
@@ -130,9 +142,19 @@ def test_demo_shows_tree_history_search_and_hints(demo: dict[str, str], url: str
     assert "← src/shop/discount.py:3:from decimal import Decimal" in out
     assert "TypeError: unsupported operand type(s)" in out
     assert "✻ Tests broke after a merge" in out  # reasoning, abbreviated
-    assert "**Decimal**" in out  # search hits, marks kept as-is off a terminal
-    assert f"sessionary --db {url} show {demo['main']} --tree" in out
-    assert "\x1b[" not in out  # no colors off a terminal
+    assert "**Decimal**" in out  # search snippets printed as the store gives them
+    assert f"sessionary --db {url} context {demo['main']}" in out
+    assert "\x1b[" not in out  # no colours off a terminal
+
+
+def test_demo_hint_prefix_works(
+    capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str
+) -> None:
+    hint = next(line for line in demo["output"].splitlines() if line.endswith(" --tree"))
+    prefix = hint.split(" show ")[1].split()[0]
+    assert demo["main"].startswith(prefix) and len(prefix) < len(demo["main"])
+    code, out, _ = run(capsys, "--db", url, "show", prefix, "--tree")
+    assert code == 0 and f"session {demo['main']}" in out
 
 
 def test_demo_is_safe_to_run_again(capsys: pytest.CaptureFixture[str], url: str) -> None:
@@ -164,18 +186,45 @@ def test_demo_builds_what_it_promises(demo: dict[str, str], url: str) -> None:
 # ------------------------------------------------------------------------- ls
 
 
-def test_ls_table_and_json(
+def test_ls_table_preview_and_json(
     capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str
 ) -> None:
     code, out, _ = run(capsys, "--db", url, "ls")
     lines = out.splitlines()
     assert code == 0
-    assert lines[0].split() == ["ID", "NAME", "MSGS", "UPDATED", "MODEL", "ENDED"]
-    assert lines[1].startswith(demo["fork"]) and lines[1].endswith("completed")  # newest first
-    assert lines[2].startswith(demo["main"]) and " 16 " in lines[2]
+    assert lines[0].split() == [
+        "ID",
+        "NAME",
+        "MSGS",
+        "TOKENS",
+        "UPDATED",
+        "MODEL",
+        "ENDED",
+        "LAST",
+        "MESSAGE",
+    ]
+    assert lines[1].startswith(demo["fork"]) and " completed " in lines[1]  # newest first
+    assert lines[2].startswith(demo["main"]) and " 16 " in lines[2] and " 20,462 " in lines[2]
+    assert "assistant: All 6 tests pa" in lines[2]  # the preview is the head message
     rows = json.loads(run(capsys, "--db", url, "ls", "--json")[1])
     assert [row["id"] for row in rows] == [demo["fork"], demo["main"]]
     assert rows[0]["end_reason"] == "completed"
+
+
+def test_ls_filters(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    with sessionary.SessionManager(url) as manager:
+        a = manager.create(name="alpha", model="m1").id
+        b = manager.create(name="beta", model="m2").id
+
+    def ids(*args: str) -> list[str]:
+        return [row["id"] for row in json.loads(run(capsys, "--db", url, "ls", "--json", *args)[1])]
+
+    assert ids("--name", "alpha") == [a]
+    assert ids("--model", "m2") == [b]
+    assert sorted(ids("--since", "1h")) == sorted([a, b])
+    assert ids("--since", "2999-01-01") == []
+    code, _, err = run(capsys, "--db", url, "ls", "--since", "yesterday-ish")
+    assert code == 2 and "neither a date" in err
 
 
 def test_ls_limit_and_all(
@@ -187,17 +236,45 @@ def test_ls_limit_and_all(
     assert code == 0
     assert len(out.splitlines()) == 3
     assert "--all" in err
-    monkeypatch.setattr(cli, "_LIST_PAGE", 2)  # so --all has to follow the cursor
+    monkeypatch.setattr(_app, "LIST_PAGE", 2)  # so --all has to follow the cursor
+    import sessionary.cli._read as read
+
+    monkeypatch.setattr(read, "LIST_PAGE", 2)
     rows = json.loads(run(capsys, "--db", url, "ls", "--all", "--json")[1])
     assert sorted(row["id"] for row in rows) == sorted(ids)
     code, out, err = run(capsys, "--db", url, "ls", "--all")
     assert len(out.splitlines()) == 6 and err == ""
 
 
-def test_ls_empty_store(capsys: pytest.CaptureFixture[str], url: str) -> None:
+def test_ls_empty_scope_names_the_scope_and_the_others(
+    capsys: pytest.CaptureFixture[str], url: str
+) -> None:
     sessionary.SessionManager(url).close()
-    assert run(capsys, "--db", url, "ls") == (0, "", "no sessions\n")
+    assert run(capsys, "--db", url, "ls") == (
+        0,
+        "",
+        "no sessions in tenant 'default', user 'default'\n",
+    )
     assert run(capsys, "--db", url, "ls", "--json") == (0, "[]\n", "")
+    with sessionary.SessionManager(url, tenant="acme", user="alice") as manager:
+        manager.create()
+    code, out, err = run(capsys, "--db", url, "ls")
+    assert (code, out) == (0, "")
+    assert "other scopes hold data: acme/alice" in err and "sessionary scopes" in err
+
+
+def test_scopes(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str) -> None:
+    with sessionary.SessionManager(url, tenant="acme", user="alice") as manager:
+        manager.create().append(Message.user("hi"))
+        manager.update_state({"lang": "en"})
+    rows = json.loads(run(capsys, "--db", url, "scopes", "--json")[1])
+    by_scope = {(r["tenant"], r["user"]): r for r in rows}
+    assert by_scope["default", "default"]["sessions"] == 2
+    assert by_scope["default", "default"]["messages"] == 29
+    assert by_scope["acme", "alice"]["user_state_version"] == 1
+    out = run(capsys, "--db", url, "scopes")[1]
+    assert out.splitlines()[0].split()[:4] == ["TENANT", "USER", "SESSIONS", "MESSAGES"]
+    assert any(line.split()[:3] == ["acme", "alice", "1"] for line in out.splitlines())
 
 
 # ------------------------------------------------------------------------- show
@@ -207,8 +284,9 @@ def test_show_history(capsys: pytest.CaptureFixture[str], demo: dict[str, str], 
     code, out, _ = run(capsys, "--db", url, "show", demo["main"])
     assert code == 0
     assert out.startswith(f"session {demo['main']}\n")
-    assert "  name      demo: why do the tests fail?" in out
-    assert "  state     v3 " in out
+    assert " name      demo: why do the tests fail?" in out
+    assert " messages  16 stored, on every branch" in out  # the counter says what it counts
+    assert " state     v3 " in out
     assert "Fix it, but keep money in Decimal" in out  # the head's branch ...
     assert "convert the rate to float" not in out  # ... and not the other one
     assert "… 7 more lines …" in out  # long tool output keeps its start and its end
@@ -225,7 +303,9 @@ def test_show_limit(capsys: pytest.CaptureFixture[str], demo: dict[str, str], ur
     assert '→ run_tests(path="tests/", args=["-q"])' in out
 
 
-def test_show_tree(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str) -> None:
+def test_show_tree_and_history_agree(
+    capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str
+) -> None:
     code, out, _ = run(capsys, "--db", url, "show", demo["main"], "--tree")
     assert code == 0
     tree = out.split("\n\n", 1)[1].splitlines()
@@ -236,12 +316,37 @@ def test_show_tree(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url
     assert tree[12].startswith("└─ user ") and "keep money in Decimal" in tree[12]
     assert tree[15].startswith("   assistant ") and tree[15].endswith("◀ head")
     assert sum("◀ head" in line for line in tree) == 1
+    # plain show walks the same messages as the tree's marked path, root to head
+    roles = ("system", "user", "assistant", "tool")
+    history = run(capsys, "--db", url, "show", demo["main"])[1].splitlines()
+    shown = [line.split()[:2] for line in history if line.split()[:1] and line.split()[0] in roles]
+    drawn = [line.lstrip("├└│─ ").split()[:2] for line in tree]
+    path = [drawn[i] for i in (*range(9), 12, 13, 14, 15)]
+    assert len(shown) == 13
+    for (role, short), (tree_role, tree_short) in zip(shown, path, strict=True):
+        assert role == tree_role
+        assert short.startswith(tree_short) or tree_short.startswith(short)
+
+
+def test_show_leaf_takes_a_message_prefix(
+    capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str
+) -> None:
+    with sessionary.SessionManager(url) as manager:
+        chat = manager.session(demo["main"])
+        question = next(m for m in chat.history(raw=True) if m.text.startswith("Fix it"))
+        other = next(m for m in chat.branches(question.parent_id or "") if m.id != question.id)
+    leaf = chat_leaf = other.id
+    code, out, _ = run(capsys, "--db", url, "show", demo["main"][:20], "--leaf", leaf[:-4])
+    assert code == 0, out
+    assert "convert the rate to float" in out and "keep money in Decimal" not in out
+    code, _, err = run(capsys, "--db", url, "show", demo["main"], "--leaf", chat_leaf[:2])
+    assert_one_line_error(code, err, "ambiguous")
 
 
 def test_show_json(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str) -> None:
     data = json.loads(run(capsys, "--db", url, "show", demo["main"], "--json")[1])
     assert data["session"]["id"] == demo["main"]
-    assert data["state"]["version"] == 3
+    assert data["state"]["version"] == 3 and data["overlays"] == []
     history = data["history"]
     assert len(history) == 13 and history[-1]["id"] == data["session"]["head_id"]
     tree = json.loads(run(capsys, "--db", url, "show", demo["main"], "--json", "--tree")[1])
@@ -250,6 +355,31 @@ def test_show_json(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url
         run(capsys, "--db", url, "show", demo["main"], "--json", "--limit", "4")[1]
     )
     assert [m["id"] for m in limited["history"]] == [m["id"] for m in history[-4:]]
+
+
+# ------------------------------------------------------------------------- short ids
+
+
+def test_session_prefixes(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    with sessionary.SessionManager(url) as manager:
+        for sid in ("alpha-1", "alpha-2", "beta"):
+            manager.create(id=sid, name=sid)
+    assert run(capsys, "--db", url, "show", "be")[0] == 0
+    assert (
+        json.loads(run(capsys, "--db", url, "show", "alpha-2", "--json")[1])["session"]["id"]
+        == "alpha-2"
+    )
+    code, _, err = run(capsys, "--db", url, "show", "alp")
+    assert_one_line_error(code, err, "ambiguous", "alpha-1 (alpha-1)", "alpha-2 (alpha-2)")
+    code, _, err = run(capsys, "--db", url, "export", "gamma")
+    assert_one_line_error(code, err, "no session 'gamma' in tenant 'default', user 'default'")
+
+
+def test_unique_prefixes() -> None:
+    ids = ["01a2-aaaa-1", "01a2-aaab-2", "99"]
+    prefixes = unique_prefixes(ids, minimum=2)
+    assert prefixes == {"01a2-aaaa-1": "01a2-aaaa", "01a2-aaab-2": "01a2-aaab", "99": "99"}
+    assert unique_prefixes(["a", "ab"], minimum=1) == {"a": "a", "ab": "ab"}
 
 
 # ------------------------------------------------------------------------- search
@@ -261,7 +391,7 @@ def test_search(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: s
     lines = out.splitlines()
     assert len(lines) == 6
     assert "session " in lines[0] and "message " in lines[0] and "rank " in lines[0]
-    assert "**TypeError**" in out
+    assert "**TypeError**" in out  # as the store marked it: see render_hit
 
 
 def test_search_filters_and_json(
@@ -270,7 +400,7 @@ def test_search_filters_and_json(
     args = ["--db", url, "search", "Decimal", "--json"]
     hits = json.loads(run(capsys, *args, "--role", "tool")[1])
     assert hits and {hit["role"] for hit in hits} == {"tool"}
-    hits = json.loads(run(capsys, *args, "--session", demo["fork"])[1])
+    hits = json.loads(run(capsys, *args, "--session", demo["fork"][:-3])[1])
     assert hits and {hit["session_id"] for hit in hits} == {demo["fork"]}
     assert set(hits[0]) == {"session_id", "message_id", "role", "rank", "snippet", "created_at"}
 
@@ -293,131 +423,22 @@ def test_hostile_search_queries(
         assert_one_line_error(code, err)
 
 
-# ------------------------------------------------------------------------- export and import
-
-
-def test_export_import_round_trip(
-    capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str, tmp_path: Path
-) -> None:
-    dump = tmp_path / "all.jsonl"
-    code, out, _ = run(capsys, "--db", url, "export", "-o", str(dump))
-    assert (code, out) == (0, f"exported 2 sessions (29 messages) to {dump}\n")
-    lines = dump.read_text(encoding="utf-8").splitlines()
-    assert run(capsys, "--db", url, "export")[1].splitlines() == lines
-    records = [json.loads(line) for line in lines]
-    assert [r["type"] for r in records].count("session") == 2
-
-    other = f"sqlite:///{tmp_path}/other.db"
-    code, out, _ = run(capsys, "--db", other, "import", str(dump))
-    assert (code, out) == (0, "imported 2 sessions (29 messages)\n")
-    assert run(capsys, "--db", other, "export")[1].splitlines() == lines
-
-
-def test_export_one_session(
-    capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str
-) -> None:
-    code, out, _ = run(capsys, "--db", url, "export", demo["fork"])
-    records = [json.loads(line) for line in out.splitlines()]
-    assert code == 0
-    assert records[0]["type"] == "session" and records[0]["session"]["id"] == demo["fork"]
-    assert len(records) == 1 + 13
-    assert {r["session_id"] for r in records[1:]} == {demo["fork"]}
-
-
-def test_export_missing_session_makes_no_file(
-    capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str, tmp_path: Path
-) -> None:
-    target = tmp_path / "out.jsonl"
-    code, _, err = run(capsys, "--db", url, "export", "nope", "-o", str(target))
-    assert_one_line_error(code, err, "no session 'nope'")
-    assert not target.exists()
-
-
-def test_import_from_stdin(
-    capsys: pytest.CaptureFixture[str],
-    demo: dict[str, str],
-    url: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    dump = run(capsys, "--db", url, "export", demo["main"])[1]
-    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" + dump + "\n"))
-    code, out, _ = run(capsys, "--db", f"sqlite:///{tmp_path}/b.db", "import", "-")
-    assert (code, out) == (0, "imported 1 session (16 messages)\n")
-
-
-def _lines_of(capsys: pytest.CaptureFixture[str], url: str) -> list[str]:
-    return run(capsys, "--db", url, "export")[1].splitlines()
-
-
-def test_import_malformed_line_imports_nothing(
-    capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str, tmp_path: Path
-) -> None:
-    lines = _lines_of(capsys, url)
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join([*lines[:20], '{"type": "message", oops', *lines[20:]]) + "\n")
-    other = f"sqlite:///{tmp_path}/other.db"
-    code, _, err = run(capsys, "--db", other, "import", str(bad))
-    assert_one_line_error(code, err, "line 21", "not valid JSON", "nothing imported")
-    assert run(capsys, "--db", other, "ls", "--json")[1] == "[]\n"
-
-
-def test_import_bad_record_in_a_later_session_imports_nothing(
-    capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str, tmp_path: Path
-) -> None:
-    records = [json.loads(line) for line in _lines_of(capsys, url)]
-    records[-1]["message"]["role"] = "wizard"  # the last message of the second session
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("".join(json.dumps(r) + "\n" for r in records))
-    other = f"sqlite:///{tmp_path}/other.db"
-    code, _, err = run(capsys, "--db", other, "import", str(bad))
-    assert_one_line_error(code, err, f"record {len(records)}", "wizard")
-    assert run(capsys, "--db", other, "ls", "--json")[1] == "[]\n"
-
-
-def test_import_twice_is_refused(
-    capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str, tmp_path: Path
-) -> None:
-    dump = tmp_path / "all.jsonl"
-    run(capsys, "--db", url, "export", "-o", str(dump))
-    code, _, err = run(capsys, "--db", url, "import", str(dump))
-    assert_one_line_error(code, err, "2 sessions already in this scope", "nothing imported")
-
-
-@pytest.mark.parametrize(
-    ("content", "fragment"),
-    [
-        ("[1, 2]\n", "line 1: expected a JSON object"),
-        ('{"type": "nonsense"}\n', "unknown record type 'nonsense'"),
-        (b"\xff\xfe\n", "not UTF-8"),
-    ],
-)
-def test_import_errors(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str | bytes, fragment: str
-) -> None:
-    source = tmp_path / "in.jsonl"
-    if isinstance(content, bytes):
-        source.write_bytes(content)
-    else:
-        source.write_text(content)
-    code, _, err = run(capsys, "--db", f"sqlite:///{tmp_path}/x.db", "import", str(source))
-    assert_one_line_error(code, err, fragment)
-
-
-def test_import_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    missing = tmp_path / "missing.jsonl"
-    code, _, err = run(capsys, "--db", f"sqlite:///{tmp_path}/x.db", "import", str(missing))
-    assert_one_line_error(code, err, "No such file or directory", str(missing))
+def test_style_spans_never_changes_the_text() -> None:
+    text = "a **b** c"
+    styled = style_spans(text, [(4, 5), (-3, 1), (8, 99), (5, 2)])
+    assert styled.plain == text
+    assert [(s.start, s.end) for s in styled.spans] == [(4, 5), (0, 1), (8, 9)]
+    assert style_spans(text, []).spans == []
 
 
 # ------------------------------------------------------------------------- rm
 
 
-def test_rm(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str) -> None:
-    code, _, err = run(capsys, "--db", url, "rm", demo["main"], "nope")
+def test_rm_by_id(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str) -> None:
+    code, _, err = run(capsys, "--db", url, "rm", demo["main"], "nope", "--yes")
     assert_one_line_error(code, err, "no session 'nope'", "nothing deleted")
     assert len(json.loads(run(capsys, "--db", url, "ls", "--json")[1])) == 2
-    assert run(capsys, "--db", url, "rm", demo["main"], demo["main"]) == (
+    assert run(capsys, "--db", url, "rm", demo["main"], demo["main"][:20], "-y") == (
         0,
         "deleted 1 session\n",
         "",
@@ -428,13 +449,48 @@ def test_rm(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str) 
     assert_one_line_error(code, err, "no session")
 
 
+def test_rm_asks_first(
+    capsys: pytest.CaptureFixture[str],
+    demo: dict[str, str],
+    url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    code, _, err = run(capsys, "--db", url, "rm", demo["main"])  # stdin is not a terminal
+    assert_one_line_error(code, err, "would delete 1 session", "--yes")
+    monkeypatch.setattr(sys, "stdin", _Terminal("n\n"))
+    code, _, err = run(capsys, "--db", url, "rm", demo["main"])
+    assert code == 1 and "Delete 1 session in tenant 'default', user 'default'? [y/N]" in err
+    assert "nothing deleted" in err
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    assert run(capsys, "--db", url, "rm", demo["main"])[1] == "deleted 1 session\n"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_rm_by_filter(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str) -> None:
+    code, _, err = run(capsys, "--db", url, "rm", "--yes")
+    assert code == 2 and "name sessions to delete" in err
+    assert run(capsys, "--db", url, "rm", "--name", "nothing-like-it", "-y")[2].startswith(
+        "no sessions match"
+    )
+    assert run(capsys, "--db", url, "rm", "--ended", "-y")[1] == "deleted 1 session\n"  # the fork
+    assert run(capsys, "--db", url, "rm", "--before", "2000-01-01", "-y")[2].startswith(
+        "no sessions"
+    )
+    assert run(capsys, "--db", url, "rm", "--all", "-y")[1] == "deleted 1 session\n"
+    assert run(capsys, "--db", url, "ls", "--json")[1] == "[]\n"
+
+
 # ------------------------------------------------------------------------- errors and options
 
 
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["show", "nope"], "no session 'nope' in this scope"),
+        (["show", "nope"], "no session 'nope' in tenant 'default', user 'default'"),
         (["show", "a/b"], "session id 'a/b'"),
         (["show", "nope", "--tree"], "no session 'nope'"),
         (["export", "nope"], "no session 'nope'"),
@@ -478,16 +534,52 @@ def test_missing_database_is_not_created(
 ) -> None:
     path = tmp_path / "missing.db"
     for db in (str(path), f"sqlite:///{path}"):
-        code, _, err = run(capsys, "--db", db, "ls")
-        assert_one_line_error(code, err, "no database at")
-    assert not path.exists()
+        for command in ("ls", "search", "scopes", "inspect", "export"):
+            args = [command, "x"] if command == "search" else [command]
+            code, _, err = run(capsys, "--db", db, *args)
+            assert_one_line_error(code, err, "no database at")
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_not_a_database(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    path = tmp_path / "notes.txt"
-    path.write_text("hello, not a database\n" * 100)
-    code, _, err = run(capsys, "--db", str(path), "ls")
+@pytest.mark.parametrize("content", [b"", b"hello, not a database\n" * 100, "sqlite"])
+@pytest.mark.parametrize(
+    "args", [["ls"], ["show", "x"], ["search", "x"], ["scopes"], ["inspect"], ["export"]]
+)
+def test_readers_refuse_other_files_unchanged(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes | str, args: list[str]
+) -> None:
+    path = tmp_path / "notes.db"
+    if content == "sqlite":  # a SQLite database, but not sessionary's
+        import sqlite3
+
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE notes (text TEXT)")
+        db.close()
+    else:
+        path.write_bytes(content)  # type: ignore[arg-type]
+    before = path.read_bytes()
+    code, _, err = run(capsys, "--db", str(path), *args)
     assert_one_line_error(code, err)
+    assert "not a sessionary database" in err or "not a database" in err
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_readers_do_not_change_a_sessionary_file(
+    capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "x.db"
+    before = path.read_bytes()
+    for args in (
+        ["ls"],
+        ["show", demo["main"], "--tree"],
+        ["inspect", demo["main"]],
+        ["context", demo["main"]],
+        ["scopes"],
+        ["export"],
+    ):
+        assert run(capsys, "--db", url, *args)[0] == 0, args
+    assert path.read_bytes() == before
 
 
 def test_plain_path_and_env_var(
@@ -519,7 +611,7 @@ def test_options_after_the_command(
     assert run(capsys, "--db", url, "ls", "--user", "bob", "--json")[1] == "[]\n"
     assert run(capsys, "--db", url, "--tenant", "t2", "ls", "--json")[1] == "[]\n"
     code, _, err = run(capsys, "--db", url, "--user", "bob", "show", demo["main"])
-    assert_one_line_error(code, err, "no session")
+    assert_one_line_error(code, err, "no session", "user 'bob'")
 
 
 def test_scoped_demo_hints(capsys: pytest.CaptureFixture[str], url: str) -> None:
@@ -533,11 +625,38 @@ def test_keyboard_interrupt_exits_130_quietly(
     url: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import sessionary.cli._read as read
+
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "render_session_table", interrupted)
-    assert run(capsys, "--db", url, "ls") == (130, "", "")
+    monkeypatch.setattr(read, "session_table", interrupted)
+    code, out, err = run(capsys, "--db", url, "ls")
+    assert (code, out, err.strip()) == (130, "", "")
+
+
+def test_completion_scripts(capsys: pytest.CaptureFixture[str]) -> None:
+    for shell, marker in (
+        ("bash", "complete -o"),
+        ("zsh", "compdef"),
+        ("fish", "--command sessionary"),
+    ):
+        code, out, _ = run(capsys, "completion", shell)
+        assert code == 0 and marker in out and "_SESSIONARY_COMPLETE" in out
+
+
+def test_completion_offers_session_ids(
+    demo: dict[str, str],
+    url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("_SESSIONARY_COMPLETE", "bash_complete")
+    monkeypatch.setenv("COMP_WORDS", f"sessionary --db {url} show {demo['main'][:8]}")
+    monkeypatch.setenv("COMP_CWORD", "4")
+    code, out, _ = run(capsys)
+    assert code == 0
+    assert f"plain,{demo['main']}" in out and f"plain,{demo['fork']}" in out
 
 
 # ------------------------------------------------------------------------- renderers
@@ -553,9 +672,13 @@ def _chain(n: int) -> list[Message]:
     return messages
 
 
+def _marks(messages: list[Message], head: str) -> TreeMarks:
+    return TreeMarks(head, {m.id: m.id for m in messages}, {})
+
+
 def test_tree_of_a_long_chain_does_not_recurse() -> None:
     messages = _chain(5000)
-    lines = render_tree(messages, "m4999", Style())
+    lines = [line.plain for line in tree_lines(messages, _marks(messages, "m4999"))]
     assert len(lines) == 5000
     assert lines[0].startswith("user      m0  message 0")
     assert lines[-1].endswith("◀ head") and not lines[-1].startswith(("│", "├", "└"))
@@ -575,7 +698,7 @@ def test_tree_with_several_roots_and_nested_branches() -> None:
         msg("e", "c"),
         msg("z", None),
     ]
-    lines = render_tree(messages, "d", Style())
+    lines = [line.plain for line in tree_lines(messages, _marks(messages, "d"))]
     assert [line.split("user")[0] for line in lines] == [
         "├─ ",
         "│  ├─ ",
@@ -585,21 +708,6 @@ def test_tree_with_several_roots_and_nested_branches() -> None:
         "└─ ",
     ]
     assert lines[3].endswith("◀ head")
-
-
-def test_colors_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert Style(color=True).highlight("a **b** c") == "a \x1b[1mb\x1b[0m c"
-    assert Style().highlight("a **b** c") == "a **b** c"
-
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
-
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    assert Style.for_stream(Terminal()).color
-    monkeypatch.setenv("NO_COLOR", "1")
-    assert not Style.for_stream(Terminal()).color
-    assert not Style.for_stream(io.StringIO()).color
 
 
 def test_render_message_parts() -> None:
@@ -612,18 +720,28 @@ def test_render_message_parts() -> None:
         ],
         id="msg-1",
     )
-    lines = render_message(message, Style())
+    lines = message_view(message, "msg-1").plain.splitlines()
     assert lines[0].startswith("assistant  msg-1  ")
     assert lines[1].startswith("  ✻ think think") and lines[1].endswith("…")
     assert lines[2:] == ["  line one", "  line two", '  → grep(pattern="x", n=3)']
     result = Message.tool("c1", "\n".join(f"row {i}" for i in range(50)), is_error=True)
-    lines = render_message(result, Style())
+    lines = message_view(result, "r").plain.splitlines()
     assert lines[1] == "  ← error: row 0"
     assert lines[5:] == [
         "    row 4",
         "    … 40 more lines …",
         *(f"    row {i}" for i in range(45, 50)),
     ]
+
+
+def test_markup_in_messages_is_printed_as_written(
+    capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    with sessionary.SessionManager(url) as manager:
+        sid = manager.create().id
+        manager.session(sid).append(Message.user("[bold]not markup[/bold] :smile: **as is**"))
+    out = run(capsys, "--db", url, "show", sid)[1]
+    assert "[bold]not markup[/bold] :smile: **as is**" in out
 
 
 # ------------------------------------------------------------------------- real programs
@@ -652,4 +770,18 @@ def test_console_script(tmp_path: Path) -> None:
     assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 3
     missing = _program(str(script), "--db", url, "show", "nope")
     assert missing.returncode == 1
-    assert missing.stderr == "sessionary: error: no session 'nope' in this scope\n"
+    assert missing.stderr == (
+        "sessionary: error: no session 'nope' in tenant 'default', user 'default' "
+        "(`sessionary scopes` lists the others)\n"
+    )
+
+
+def test_examples_are_listed_and_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "examples")
+    assert code == 0
+    assert "python -m sessionary.examples.agent_turn" in out
+    assert "quickstart   Sessions: append," in out
+    code, out, _ = run(capsys, "examples", "quickstart")
+    assert code == 0 and out.startswith('"""Sessions:') and "SessionManager(" in out
+    code, _, err = run(capsys, "examples", "nope")
+    assert code == 2 and "no example 'nope'" in err

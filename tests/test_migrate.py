@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 import sessionary
 from sessionary import Message, Scope, State, VersionConflict
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.registry import open_store as _open_store
-from sessionary.cli import _ProgressBar, main
+from sessionary.cli import main
+from sessionary.cli._progress import Reporter
 from sessionary.errors import AlreadyExists
 from sessionary.migrate import MigrationProgress, count_scopes, migrate, verify
 from sessionary.query import parse_query
@@ -252,9 +254,10 @@ def test_an_empty_source(capsys: pytest.CaptureFixture[str], sqlite_urls: tuple[
 def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["migrate", "--help"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: sessionary migrate")
-    for words in ("--from URL", "--to URL", "--replace", "Compactions"):
+    assert out.startswith("Usage: sessionary migrate")
+    for words in ("--from URL", "--to URL", "--replace", "compaction overlays"):
         assert words in out
+    assert "do not exist yet" not in out
 
 
 @pytest.mark.parametrize(
@@ -281,30 +284,36 @@ def test_missing_options_are_usage_errors(capsys: pytest.CaptureFixture[str]) ->
     assert "--to" in capsys.readouterr().err
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_progress_bar_redraws_in_place_on_a_terminal() -> None:
-    stream = _Terminal()
-    bar = _ProgressBar(stream)
-    bar(MigrationProgress(1, 4, 10))
-    bar(MigrationProgress(4, 4, 12))
-    bar.finish()
-    text = stream.getvalue()
-    assert text.count("\r") == 2 and text.endswith("\n") and text.count("\n") == 1
-    assert "[" + "#" * 30 + "] 4/4 sessions, 12 messages copied" in text
-
-
 def test_progress_lines_when_not_a_terminal() -> None:
-    stream = io.StringIO()
-    bar = _ProgressBar(stream, every=2)
-    for done in range(1, 6):
-        bar(MigrationProgress(done, 5, done))
-    bar.finish()
-    lines = stream.getvalue().splitlines()
-    assert [line.split()[1] for line in lines] == ["2/5", "4/5", "5/5"]
+    console = Console(file=io.StringIO(), width=100)
+    with Reporter(console, "migrating", 5, "sessions", every=2) as bar:
+        for done in range(1, 6):
+            bar.advance(1, f"{done} messages copied")
+    with Reporter(console, "import", None, "bytes", every=2e6) as bar:
+        for _ in range(5):
+            bar.advance(1e6)
+    with Reporter(console, "import", 20e3, "bytes") as bar:
+        bar.advance(20e3)
+    lines = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert lines == [
+        "migrating: 1/5 sessions, 1 messages copied",  # at each tenth of the work
+        "migrating: 2/5 sessions, 2 messages copied",
+        "migrating: 3/5 sessions, 3 messages copied",
+        "migrating: 4/5 sessions, 4 messages copied",
+        "migrating: 5/5 sessions, 5 messages copied",
+        "import: 2.0 MB read",  # every `every` without a total
+        "import: 4.0 MB read",
+        "import: 5.0 MB read",  # and where it ended
+        "import: 20.0 kB of 20.0 kB read",
+    ]
+
+
+def test_progress_bar_on_a_terminal() -> None:
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    with Reporter(console, "import", 1000.0, "bytes") as bar:
+        bar.advance(500, "3 sessions read")
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b[" in text and "import" in text  # drawn in place, with colour
 
 
 # ------------------------------------------------------------------------- documents

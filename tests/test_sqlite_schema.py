@@ -37,3 +37,26 @@ def test_a_version_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
         hits = store.search_documents(new.scope, "session", "kept", None, parse_query("pelican"), 5)
         assert [h.key for h in hits] == ["k"]
     assert _applied(path) == [(version, name) for version, name, _ in MIGRATIONS]
+
+
+def test_a_read_only_open_migrates_nothing_and_writes_nothing(tmp_path: Path) -> None:
+    from sessionary.errors import SchemaError, StoreUnavailable
+    from sessionary.records import Scope, SessionInfo
+    from sessionary.stores.sqlite import SQLiteEngine
+
+    old = tmp_path / "old.db"
+    OldFile(old, 1).close()
+    before = old.read_bytes()
+    with pytest.raises(SchemaError, match="schema version 1 and this sessionary reads"):
+        SQLiteEngine(str(old), readonly=True)
+    assert old.read_bytes() == before and _applied(old) == [(1, MIGRATIONS[0][1])]
+
+    current = tmp_path / "current.db"
+    sessionary.SessionManager(f"sqlite:///{current}").close()
+    reader = SQLiteEngine(str(current), readonly=True)
+    try:
+        assert reader.get_session(Scope(), "nope") is None  # reads work
+        with pytest.raises(StoreUnavailable, match="readonly"):
+            reader.create_session(Scope(), SessionInfo(id="s1"))
+    finally:
+        reader.close()

@@ -30,6 +30,7 @@ PACKAGE = "sessionary"
 GENERATED: dict[str, str] = {
     "session.py": "_sync/session.py",
     "manager.py": "_sync/manager.py",
+    "transfer.py": "_sync/transfer.py",
     "stores/base.py": "_sync/stores/base.py",
     "stores/adapter.py": "_sync/stores/adapter.py",
     "stores/registry.py": "_sync/stores/registry.py",

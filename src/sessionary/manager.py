@@ -20,10 +20,8 @@ from sessionary.errors import (
     InvalidInput,
     InvalidURL,
     SessionNotFound,
-    Unsupported,
 )
 from sessionary.ids import check_id, new_id
-from sessionary.model import Message, parse_message
 from sessionary.query import parse_query
 from sessionary.records import (
     Document,
@@ -37,26 +35,21 @@ from sessionary.records import (
     StateLevel,
     check_object,
     check_patch,
-    document_from_dict,
-    document_to_dict,
-    info_from_dict,
-    info_to_dict,
 )
 from sessionary.session import AsyncSession, check_role
 from sessionary.stores._common import (
     check_cost,
     check_count,
     check_limit,
-    check_restored_versions,
 )
 from sessionary.stores.base import DOCUMENTS, AsyncStore
 from sessionary.stores.registry import open_async_store
+from sessionary.transfer import AsyncImporter, Existing, export_records, owner_documents
 from sessionary.window import splits_tool_turn
 
 __all__ = ["DEFAULT_URL", "AsyncSessionManager"]
 
 DEFAULT_URL = "sqlite:///sessionary.db"
-_EXPORT_PAGE = 500
 
 
 class AsyncSessionManager(AsyncHistoryToolsMixin):
@@ -352,14 +345,52 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
             self.scope, level, None, check_patch(patch), expected_version
         )
 
+    async def documents(
+        self,
+        level: StateLevel = "user",
+        *,
+        session_id: str | None = None,
+        namespace: str | None = None,
+        versions: bool = False,
+    ) -> builtins.list[Document]:
+        """Return the documents one owner holds, by namespace and key.
+
+        Documents are the storage under blocks (``block``, ``block.<label>``), compaction
+        overlays (``compaction``), the frozen system prompt (``prompt``), loaded skills
+        (``loaded``) and agent state (``agent``).
+
+        Args:
+            level: Whose: "user" (default), "app", or "session" (with `session_id`).
+            session_id: The owning session, for level "session".
+            namespace: Only this namespace.
+            versions: Every version of each document, oldest first, not just the latest.
+
+        Raises:
+            InvalidInput: If level is "session" without a session id.
+        """
+        if level not in ("session", "user", "app"):
+            raise InvalidInput(f"level must be session, user or app, not {level!r}")
+        if level == "session":
+            if session_id is None:
+                raise InvalidInput("session documents need a session id")
+            check_id(session_id, "session id")
+        owner = session_id if level == "session" else None
+        found = owner_documents(self.store, self.scope, level, owner, namespace, versions=versions)
+        return [doc async for doc in found]
+
     # ------------------------------------------------------------------ export and import
 
     async def export(self, session_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
-        """Yield JSON records for one session, or every session in the scope.
+        """Yield JSON records for one session, or for the whole scope.
 
-        Each session gives a `session` record (its row and state) followed by one
+        A whole scope starts with the user's and the app's state and documents (every
+        version); each session gives a `session` record (its row and state), one
         `message` record per message, parents before children, then one `document`
-        record per version of each of its documents, oldest first.
+        record per version of each of its documents, oldest first. The record shapes
+        are described in `sessionary.transfer`.
+
+        Raises:
+            SessionNotFound: If `session_id` is not in this scope.
         """
         if session_id is not None:
             ids = [check_id(session_id, "session id")]
@@ -372,131 +403,33 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
                 cursor = page.next_cursor
                 if cursor is None:
                     break
-        for sid in ids:
-            async for record in self._export_one(sid):
-                yield record
-
-    async def _export_one(self, session_id: str) -> AsyncIterator[dict[str, Any]]:
-        info = await self.get(session_id)
-        if info is None:
-            raise SessionNotFound(f"no session {session_id!r} in this scope")
-        state = await self.store.get_state(self.scope, "session", session_id)
-        yield {
-            "type": "session",
-            "session": info_to_dict(info),
-            "state": {"data": state.data, "version": state.version},
-        }
-        cursor: str | None = None
-        while True:
-            messages, cursor = await self.store.page_messages(
-                self.scope, session_id, cursor, _EXPORT_PAGE
-            )
-            for message in messages:
-                yield {"type": "message", "session_id": session_id, "message": message.to_dict()}
-            if cursor is None:
-                break
-        async for document in self._session_documents(session_id):
-            yield {"type": "document", "session_id": session_id, "document": document}
-
-    async def _session_documents(self, session_id: str) -> AsyncIterator[dict[str, Any]]:
-        """Every version of every document of a session, as records' data."""
-        if DOCUMENTS not in self.store.capabilities:
-            return
-        store, cursor = self.store, None
-        while True:
-            page = await store.list_documents(
-                self.scope, "session", session_id, None, _EXPORT_PAGE, cursor
-            )
-            for doc in page.items:
-                for version in await store.document_versions(
-                    self.scope, "session", session_id, doc.namespace, doc.key
-                ):
-                    yield document_to_dict(version)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
+        async for record in export_records(
+            self.store, self.scope, ids, whole_scope=session_id is None
+        ):
+            yield record
 
     async def import_records(
-        self, records: Iterable[Mapping[str, Any]]
+        self, records: Iterable[Mapping[str, Any]], *, existing: Existing = "fail"
     ) -> builtins.list[SessionInfo]:
-        """Import records made by `export`; each session is created whole or not at all.
+        """Import records made by `export`, reading them one at a time.
+
+        Each session is written whole or not at all as soon as its records are read, so
+        a failure leaves the sessions before it imported (run again with
+        ``existing="skip"`` to go on). User and app state and documents are restored
+        exactly and never overwritten.
+
+        Args:
+            records: The records, in the order `export` made them.
+            existing: For a session id this scope already holds: "fail" (default),
+                "skip" it, or "replace" it (deleted, then imported).
+
+        Returns:
+            The rows of the sessions imported (skipped ones are left out).
 
         Raises:
             InvalidInput: If a record is malformed or out of order.
-            AlreadyExists: If a session id is already taken in this scope.
+            AlreadyExists: If a session id is already taken and `existing` is "fail".
+            VersionConflict: If a user or app state or document differs in this scope
+                (unless `existing` is "skip", which keeps the scope's own).
         """
-        imported: builtins.list[SessionInfo] = []
-        pending: _Pending | None = None
-        for number, record in enumerate(records, 1):
-            kind = record.get("type") if isinstance(record, Mapping) else None
-            if kind == "session":
-                if pending is not None:
-                    imported.append(await self._import_one(*pending))
-                pending = _session_record(record, number)
-            elif kind == "message":
-                if pending is None or record.get("session_id") != pending[0].id:
-                    raise InvalidInput(f"record {number}: a message before its session record")
-                pending[2].append(_message_record(record, number))
-            elif kind == "document":
-                if pending is None or record.get("session_id") != pending[0].id:
-                    raise InvalidInput(f"record {number}: a document before its session record")
-                pending[3].append(_document_record(record, number))
-            else:
-                raise InvalidInput(f"record {number}: unknown record type {kind!r}")
-        if pending is not None:
-            imported.append(await self._import_one(*pending))
-        return imported
-
-    async def _import_one(
-        self,
-        info: SessionInfo,
-        state: State,
-        messages: builtins.list[Message],
-        documents: builtins.list[Document],
-    ) -> SessionInfo:
-        groups: dict[tuple[str, str], builtins.list[Document]] = {}
-        for doc in documents:
-            groups.setdefault((doc.namespace, doc.key), []).append(doc)
-        if groups and DOCUMENTS not in self.store.capabilities:
-            raise Unsupported(f"session {info.id!r} has documents; this store cannot hold them")
-        for versions in groups.values():  # refuse bad documents before writing anything
-            check_restored_versions(versions, self.store.max_message_bytes)
-        created = await self.store.import_session(self.scope, info, messages, state)
-        try:
-            for versions in groups.values():
-                await self.store.restore_document(self.scope, "session", info.id, versions)
-        except Exception:
-            # A session is imported whole or not at all.
-            await self.store.delete_session(self.scope, info.id)
-            raise
-        return created
-
-
-_Pending = tuple[SessionInfo, State, list[Message], list[Document]]
-
-
-def _session_record(record: Mapping[str, Any], number: int) -> _Pending:
-    try:
-        info = info_from_dict(record["session"])
-        raw_state = record.get("state") or {}
-        state = State(dict(raw_state.get("data") or {}), int(raw_state.get("version") or 0))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InvalidInput(f"record {number}: malformed session record: {exc}") from None
-    return info, state, [], []
-
-
-def _document_record(record: Mapping[str, Any], number: int) -> Document:
-    try:
-        return document_from_dict(record["document"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidInput(f"record {number}: malformed document record: {exc}") from None
-
-
-def _message_record(record: Mapping[str, Any], number: int) -> Message:
-    raw = record.get("message")
-    if not isinstance(raw, Mapping):
-        raise InvalidInput(f"record {number}: a message record needs a 'message' object")
-    try:
-        return parse_message(raw)
-    except InvalidInput as exc:
-        raise type(exc)(f"record {number}: {exc}") from None
+        return await AsyncImporter(self.store, self.scope, existing).run(records)

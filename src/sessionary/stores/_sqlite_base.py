@@ -8,6 +8,11 @@ crash) in exchange for several times the write rate.
 Concurrency: every write is one `BEGIN IMMEDIATE` transaction, so writers in any number
 of threads and processes are serialised by SQLite's own lock, and whatever a write reads
 (a session's head, a state version) cannot change before it commits.
+
+Read-only: `readonly=True` opens the file with SQLite's `mode=ro`, changes no setting and
+runs no migration, and refuses a file that is not a sessionary database at the schema
+version this code reads, so a reader (e.g. `sessionary ls`) never changes the file it is
+pointed at; any write through it fails with `StoreUnavailable`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import quote
 
 from sessionary.errors import InvalidInput, SchemaError, SessionNotFound
 from sessionary.records import Scope
@@ -37,6 +43,7 @@ class SQLiteBase:
         durability: str = "full",
         busy_timeout: float = 30.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        readonly: bool = False,
     ) -> None:
         if durability not in ("full", "normal"):
             raise InvalidInput(f"durability must be 'full' or 'normal', not {durability!r}")
@@ -45,7 +52,8 @@ class SQLiteBase:
         self._lock = threading.RLock()
         try:
             self._db = sqlite3.connect(
-                path,
+                f"file:{quote(path)}?mode=ro" if readonly else path,
+                uri=readonly,
                 isolation_level=None,
                 check_same_thread=False,
                 timeout=busy_timeout,
@@ -54,8 +62,11 @@ class SQLiteBase:
         except sqlite3.Error as exc:
             raise store_error(path, exc) from exc
         try:
-            self._configure(durability)
-            self._migrate()
+            if readonly:
+                self._check_schema()
+            else:
+                self._configure(durability)
+                self._migrate()
         except sqlite3.Error as exc:
             self._db.close()
             raise store_error(path, exc) from exc
@@ -101,6 +112,27 @@ class SQLiteBase:
                     "INSERT INTO schema_migrations (version, name, applied_us) VALUES (?, ?, ?)",
                     (version, name, now_us()),
                 )
+
+    def _check_schema(self) -> None:
+        """Refuse, changing nothing, a file that is not at the schema version this code reads."""
+        with self._read() as db:
+            table = db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+            ).fetchone()
+            if table is None:
+                raise SchemaError(f"{self.path} is not a sessionary database")
+            (current,) = db.execute(
+                "SELECT coalesce(max(version), 0) FROM schema_migrations"
+            ).fetchone()
+        latest = MIGRATIONS[-1][0]
+        if current != latest:
+            raise SchemaError(
+                f"{self.path} has schema version {current} and this sessionary reads version "
+                f"{latest}; open it for writing once to migrate it"
+                if current < latest
+                else f"{self.path} has schema version {current}, newer than this sessionary "
+                f"understands ({latest}); upgrade sessionary"
+            )
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

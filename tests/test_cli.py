@@ -79,11 +79,14 @@ def test_the_commands() -> None:
                 "export",
                 "import",
                 "inspect",
+                "keys",
                 "ls",
+                "mcp",
                 "migrate",
                 "rm",
                 "scopes",
                 "search",
+                "serve",
                 "show",
             ]
         )

@@ -38,10 +38,22 @@ def help_text(*command: str) -> str:
     return "\n".join(line.rstrip() for line in result.output.rstrip().splitlines())
 
 
+def commands(group: click.Group, *path: str) -> list[tuple[str, ...]]:
+    """Every command below `group`, depth first, as the words that name it."""
+    found: list[tuple[str, ...]] = []
+    for name in group.list_commands(click.Context(group)):
+        command = group.get_command(click.Context(group), name)
+        found.append((*path, name))
+        if isinstance(command, click.Group):
+            found += commands(command, *path, name)
+    return found
+
+
 def cli_section() -> str:
     parts = ["```text", "$ sessionary --help", help_text(), "```"]
-    for name in root.list_commands(click.Context(root)):
-        parts += ["", "```text", f"$ sessionary {name} --help", help_text(name), "```"]
+    for words in commands(root):
+        shown = " ".join(words)
+        parts += ["", "```text", f"$ sessionary {shown} --help", help_text(*words), "```"]
     return "\n".join(parts) + "\n"
 
 

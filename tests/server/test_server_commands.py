@@ -1,4 +1,4 @@
-"""The command functions the CLI wires up, and ``python -m sessionary.server``."""
+"""The server's command functions, and the `sessionary serve|mcp|keys` commands over them."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from sessionary import SessionManager
+from sessionary.cli import main
 from sessionary.errors import InvalidInput, NotFound
 from sessionary.server import commands
-from sessionary.server.__main__ import main
 
 
 def test_keys_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,8 +25,11 @@ def test_keys_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert commands.list_keys(db, "acme")[0].revoked_at is not None
     with pytest.raises(NotFound):
         commands.revoke_key(db, "0123456789abcdef")
-    assert main(["--db", db, "keys", "create", "acme"]) == 0
+    assert main(["--db", db, "keys", "create", "acme", "--user", "bo"]) == 0
     assert '"token": "sess_' in capsys.readouterr().out
+    assert main(["--db", db, "keys", "list", "--tenant", "acme", "--json"]) == 0
+    listed = capsys.readouterr().out
+    assert '"user": "bo"' in listed and "secret" not in listed and "sess_" not in listed
     assert main(["--db", db, "keys", "revoke", "nope"]) == 1
     assert "no API key" in capsys.readouterr().err
 
@@ -42,11 +45,16 @@ def test_block_specs_and_refusals() -> None:
 
 
 def test_every_command_has_help() -> None:
-    for argv in (["--help"], ["serve", "--help"], ["mcp", "--help"], ["keys", "create", "--help"]):
+    for argv in (["serve", "--help"], ["mcp", "--help"], ["keys", "create", "--help"]):
         run = subprocess.run(
-            [sys.executable, "-m", "sessionary.server", *argv], capture_output=True, text=True
+            [sys.executable, "-m", "sessionary", *argv], capture_output=True, text=True
         )
-        assert run.returncode == 0 and "usage:" in run.stdout
+        assert run.returncode == 0 and "Usage: sessionary" in run.stdout, run.stderr
+
+
+def test_no_auth_is_refused_off_loopback(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--db", "memory://", "serve", "--host", "0.0.0.0", "--no-auth"]) == 1
+    assert "loopback" in capsys.readouterr().err
 
 
 async def test_mcp_over_stdio(tmp_path: Path) -> None:
@@ -55,7 +63,7 @@ async def test_mcp_over_stdio(tmp_path: Path) -> None:
         mgr.create(id="chat").append({"role": "user", "content": "the staging password rotates"})
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "sessionary.server", "--db", db, "mcp", "--tenant", "acme", "--user", "ada"],
+        args=["-m", "sessionary", "--db", db, "--tenant", "acme", "--user", "ada", "mcp"],
     )
     async with Client(params) as client:
         names = [t.name for t in (await client.list_tools()).tools]

@@ -39,6 +39,7 @@ __all__ = [
     "CLIError",
     "Env",
     "complete_session",
+    "db_option",
     "json_option",
     "main",
     "root",
@@ -280,7 +281,16 @@ def _override(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 def store_options(command: F) -> F:
     """Add `--db`, `--tenant` and `--user` to a command, so they may follow its name."""
-    for name, help_text in reversed(_SCOPE_HELP):
+    return _scope_options(command, _SCOPE_HELP)
+
+
+def db_option(command: F) -> F:
+    """Add `--db` alone, to a command whose `--tenant`/`--user` mean something else."""
+    return _scope_options(command, _SCOPE_HELP[:1])
+
+
+def _scope_options(command: F, options: tuple[tuple[str, str], ...]) -> F:
+    for name, help_text in reversed(options):
         command = click.option(
             name,
             metavar="URL" if name == "--db" else None,
@@ -302,7 +312,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the da
 
 _ORDER = (
     "ls", "show", "search", "scopes", "inspect", "context", "export", "import", "rm",
-    "migrate", "demo", "examples", "completion",
+    "migrate", "demo", "serve", "mcp", "keys", "examples", "completion",
 )  # fmt: skip
 
 

@@ -3,7 +3,7 @@
 Install with ``pip install 'sessionary[server]'``. `create_app` builds the ASGI app over
 any store; `Keyring` makes and checks the API keys it requires; `create_mcp_server`
 offers a session's memory tools over MCP. `sessionary.server.commands` holds the
-command-line entry points (``python -m sessionary.server --help``).
+command functions behind ``sessionary serve``, ``sessionary mcp`` and ``sessionary keys``.
 """
 
 from sessionary.server._errors import STATUS, error_body, status_of

@@ -8,9 +8,9 @@
 | `list_keys(db, ...)` | the keys' records (never their secrets) |
 | `revoke_key(db, key_id)` | revokes a key |
 
-``python -m sessionary.server`` runs them from a shell (`main` below) until the
-`sessionary` CLI offers them as ``sessionary serve``, ``sessionary mcp`` and
-``sessionary keys create|list|revoke``. `db` is a store URL or a SQLite file path.
+The `sessionary` CLI offers them as ``sessionary serve``, ``sessionary mcp`` and
+``sessionary keys create|list|revoke`` (`sessionary.cli._serve`). `db` is a store URL
+or a SQLite file path.
 """
 
 from __future__ import annotations

@@ -1,0 +1,143 @@
+"""Commands of the `sessionary[server]` extra: `serve`, `mcp` and `keys create|list|revoke`.
+
+They call the plain functions of `sessionary.server.commands`, imported only when one of
+these commands runs, so the rest of the CLI works without the extra installed.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import click
+
+from sessionary._optional import require
+from sessionary.cli._app import Env, db_option, json_option, pass_env, root, store_options
+
+__all__: list[str] = []
+
+
+def _server() -> ModuleType:
+    """The server's command functions; `BackendNotInstalled` names the extra if missing."""
+    require("fastapi", "uvicorn", "mcp", extra="server", what="this command")
+    from sessionary.server import commands
+
+    return commands
+
+
+@root.command("serve")
+@store_options
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Serve --tenant/--user to anyone without an API key (refused off loopback).",
+)
+@click.option(
+    "--cors", "cors", multiple=True, metavar="ORIGIN", help="Allow this browser origin (repeat)."
+)
+@pass_env
+def serve_command(env: Env, host: str, port: int, no_auth: bool, cors: tuple[str, ...]) -> None:
+    """Serve the HTTP API, its OpenAPI docs and the web viewer (at /ui/) until stopped.
+
+    Every request needs an API key (`sessionary keys create TENANT`) and sees only its
+    key's tenant (and user, for a key bound to one); another tenant's ids answer 404.
+    """
+    _server().serve(
+        env.url,
+        host=host,
+        port=port,
+        auth=not no_auth,
+        tenant=env.tenant,
+        user=env.user,
+        cors_origins=list(cors),
+    )
+
+
+@root.command("mcp")
+@store_options
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a local agent, http for streamable HTTP on --host/--port.",
+)
+@click.option("--session", "session_id", metavar="ID", help="Bind every tool call to this session.")
+@click.option(
+    "--block",
+    "blocks",
+    multiple=True,
+    metavar="LABEL[:KIND[:LEVEL]]",
+    help="A context block the tools may edit (repeat; default memory:writable:user).",
+)
+@click.option("--no-history", is_flag=True, help="Leave out the session history tools.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8001, show_default=True)
+@pass_env
+def mcp_command(
+    env: Env,
+    transport: str,
+    session_id: str | None,
+    blocks: tuple[str, ...],
+    no_history: bool,
+    host: str,
+    port: int,
+) -> None:
+    """Give any MCP client the memory tools, in the scope of --tenant and --user."""
+    commands = _server()
+    commands.mcp(
+        env.url,
+        transport=transport,
+        tenant=env.tenant,
+        user=env.user,
+        session_id=session_id,
+        blocks=blocks or commands.DEFAULT_MCP_BLOCKS,
+        history=not no_history,
+        host=host,
+        port=port,
+    )
+
+
+@root.group("keys")
+@db_option
+def keys_group() -> None:
+    """Make, list and revoke the API keys of `sessionary serve` (stored hashed)."""
+
+
+@keys_group.command("create")
+@db_option
+@click.argument("tenant")
+@click.option("--user", "key_user", help="Bind the key to one user of the tenant.")
+@click.option("--name", default="", help="A note saying whose or what the key is.")
+@pass_env
+def keys_create(env: Env, tenant: str, key_user: str | None, name: str) -> None:
+    """Make a key for TENANT and print its token; the token is shown this once only."""
+    key, token = _server().create_key(env.url, tenant, key_user, name)
+    env.echo_json({**key.to_dict(), "token": token})
+
+
+@keys_group.command("list")
+@db_option
+@click.option("--tenant", "key_tenant", help="Only the keys of this tenant.")
+@json_option
+@pass_env
+def keys_list(env: Env, key_tenant: str | None, as_json: bool) -> None:
+    """List the keys (never their secrets), revoked ones included."""
+    found = [key.to_dict() for key in _server().list_keys(env.url, key_tenant)]
+    if as_json:
+        env.echo_json(found)
+        return
+    for key in found:
+        state = f"revoked {key['revoked_at']}" if key.get("revoked_at") else "active"
+        bound = f"{key['tenant']}/{key['user']}" if key.get("user") else key["tenant"]
+        env.echo(f"{key['id']}  {bound}  {key.get('name') or '-'}  {state}")
+
+
+@keys_group.command("revoke")
+@db_option
+@click.argument("key_id")
+@pass_env
+def keys_revoke(env: Env, key_id: str) -> None:
+    """Revoke a key; servers stop accepting it within their key cache time (5 s)."""
+    env.echo_json(_server().revoke_key(env.url, key_id).to_dict())

@@ -218,7 +218,7 @@ class AsyncContextMixin:
         return await self._toolbox().specs()
 
     async def export_tools(self, format: ToolFormat = "openai-chat") -> list[dict[str, Any]]:
-        """Return the memory tools in "openai-chat", "openai-responses" or "anthropic" form."""
+        """Return the memory tools in a provider's form (one of `toolspec.TOOL_FORMATS`)."""
         return await self._toolbox().export(format)
 
     async def call_tool(self, name: str, arguments: object = None) -> ToolResult:
@@ -245,7 +245,7 @@ class AsyncHistoryToolsMixin:
         return await self._history_toolbox().specs()
 
     async def export_tools(self, format: ToolFormat = "openai-chat") -> list[dict[str, Any]]:
-        """Return the history tools in "openai-chat", "openai-responses" or "anthropic" form."""
+        """Return the history tools in a provider's form (one of `toolspec.TOOL_FORMATS`)."""
         return await self._history_toolbox().export(format)
 
     async def call_tool(self, name: str, arguments: object = None) -> ToolResult:

@@ -16,6 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from sessionary._sync.compaction.runtime import delete_namespace
 from sessionary._sync.providers import (
     SessionHistory,
     StoredBlock,
@@ -334,6 +335,12 @@ class Context:
         self._save_loaded(label, [k for k in keys if k != key])
         return True
 
+    def clear_loaded(self) -> None:
+        """Unload every loaded skill entry of the session (the entries themselves stay)."""
+        self._loaded.clear()
+        if self._persists():
+            delete_namespace(self.store, self.scope, self.session_id, LOADED_NAMESPACE)
+
     def loaded(self) -> dict[str, list[str]]:
         """Return the loaded keys of every skill block that has some."""
         found = {label: self._loaded_keys(label) for label in self.labels("skill")}
@@ -398,6 +405,14 @@ class Context:
             stored = self._stored_prompt()
             return text if stored is None else stored
         return text
+
+    def refresh_if_frozen(self) -> None:
+        """Render a frozen prompt again (stored or in memory); an unfrozen one stays so."""
+        if self.config.cached_prompt:
+            if self._persists() and self._stored_prompt() is not None:
+                self.refresh()
+        elif self._frozen is not None:
+            self.refresh()
 
     def refresh(self) -> str:
         """Render the prompt again from the blocks, store it and return it."""

@@ -229,8 +229,19 @@ class Session(ContextMixin):
         return self._store.delete_message(self._scope, self._id, check_id(message_id, "message id"))
 
     def clear(self) -> int:
-        """Delete every message of the session (state and registry row stay)."""
-        return self._store.clear_messages(self._scope, self._id)
+        """Delete every message of the session and what hangs on them; return how many.
+
+        Besides the messages: the compaction overlays (summaries of deleted messages)
+        are deleted, every loaded skill entry is unloaded, and a frozen system prompt is
+        rendered again from the blocks, so the next conversation starts fresh. State,
+        blocks, skill entries and the registry row stay.
+        """
+        self._compactor.clear()
+        count = self._store.clear_messages(self._scope, self._id)
+        context = self._context()
+        context.clear_loaded()
+        context.refresh_if_frozen()
+        return count
 
     def checkout(self, message_id: str | None) -> None:
         """Move the head to `message_id`, for every process using this session.

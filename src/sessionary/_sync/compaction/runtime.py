@@ -45,13 +45,29 @@ from sessionary.ids import new_id
 from sessionary.model import Message
 from sessionary.records import Scope
 
-__all__ = ["Compactor"]
+__all__ = ["Compactor", "delete_namespace"]
 
 log = logging.getLogger("sessionary.compaction")
 _RETRIES = 8
 
 
 _CACHED_OVERLAYS = 32
+_PAGE = 200
+
+
+def delete_namespace(store: Store, scope: Scope, session_id: str, namespace: str) -> int:
+    """Delete every session-level document of `namespace`; return how many there were."""
+    keys: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = store.list_documents(scope, "session", session_id, namespace, _PAGE, cursor)
+        keys.extend(doc.key for doc in page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    for key in keys:
+        store.delete_document(scope, "session", session_id, namespace, key)
+    return len(keys)
 
 
 class Compactor:
@@ -201,6 +217,19 @@ class Compactor:
             target._add_to_index(overlay)
             copied += 1
         return copied
+
+    def clear(self) -> None:
+        """Delete every overlay of the session, its index and its guard (for `clear`).
+
+        The index goes first: an overlay left without its index entry never applies, so
+        an interrupted clear cannot show a summary over messages that replaced the old
+        ones under the same ids.
+        """
+        if not self._has_documents:
+            return
+        self._overlays.clear()
+        delete_namespace(self.store, self.scope, self.session_id, INDEX_NAMESPACE)
+        delete_namespace(self.store, self.scope, self.session_id, NAMESPACE)
 
     # ------------------------------------------------------------------ compacting
 

@@ -384,6 +384,20 @@ class AsyncContext:
         """Return the system prompt rendered from the blocks now (nothing is stored)."""
         return render_prompt(await self.read_all())
 
+    async def estimate_prompt(self, blocks: list[ContextBlock]) -> str:
+        """Return the prompt a request would carry now, freezing and storing nothing.
+
+        That is the frozen prompt (this handle's, or the stored one with a cached
+        prompt), else `blocks` (as just read) rendered.
+        """
+        if self._frozen is not None:
+            return self._frozen
+        if self.config.cached_prompt and self._persists():
+            stored = await self._stored_prompt()
+            if stored is not None:
+                return stored
+        return render_prompt(blocks)
+
     async def freeze(self) -> str:
         """Return the frozen prompt, rendering and storing it on the first call.
 

@@ -19,6 +19,7 @@ from sessionary.errors import InvalidInput
 from sessionary.model import Message
 from sessionary.records import Scope
 from sessionary.stores._common import check_limit
+from sessionary.tokens import PromptParts
 from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec, reclaim_unloaded
 from sessionary.window import pair_safe_start
 
@@ -199,6 +200,14 @@ class ContextMixin:
     def refresh_system_prompt(self) -> str:
         """Render the system prompt from the blocks again, store it and return it."""
         return self._context().refresh()
+
+    def _prompt_parts(self) -> PromptParts:
+        """What a request holds beside the messages, for the token estimate (no writes)."""
+        context = self._context()
+        blocks = context.read_all()
+        system = context.estimate_prompt(blocks)
+        tools = tuple(spec.to_openai_chat() for spec in self._toolbox().specs())
+        return PromptParts(system, tuple(blocks), tools)
 
     def _tool_reader(self) -> Reader | None:
         """What reads back evicted tool results, when the session evicts them."""

@@ -128,7 +128,9 @@ class Session(ContextMixin):
         self._id = check_id(session_id, "session id")
         self._config = config if config is not None else SessionConfig()
         self._context_state = None
-        self._compactor = Compactor(store, scope, self._id, compaction or CompactionPolicy())
+        self._compactor = Compactor(
+            store, scope, self._id, compaction or CompactionPolicy(), self._prompt_parts
+        )
 
     @property
     def id(self) -> str:
@@ -324,7 +326,13 @@ class Session(ContextMixin):
         return self._compactor.context(_optional_id(leaf, "leaf message id"))
 
     def estimate_tokens(self, leaf: str | None = None) -> int:
-        """Return the estimated prompt tokens of `context_history` (plus the reserve)."""
+        """Return the estimated tokens of a request built from this session.
+
+        The policy's counter weighs `context_history`, the system prompt (the frozen one,
+        else the one the blocks render now; nothing is frozen or stored by estimating),
+        the blocks and the session's tool schemas; `reserve_tokens` is added for what
+        the session does not manage (your own tools and instructions).
+        """
         return self._compactor.estimate(_optional_id(leaf, "leaf message id"))
 
     def read_tool_result(

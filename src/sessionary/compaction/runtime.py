@@ -15,7 +15,7 @@ import inspect
 import logging
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sessionary.compaction.overlays import (
     INDEX_KEY,
@@ -42,8 +42,9 @@ from sessionary.ids import new_id
 from sessionary.model import Message
 from sessionary.records import Scope
 from sessionary.stores.base import DOCUMENTS, AsyncStore
+from sessionary.tokens import PromptParts, count_context
 
-__all__ = ["AsyncCompactor", "delete_namespace"]
+__all__ = ["AsyncCompactor", "AsyncPromptSource", "delete_namespace"]
 
 log = logging.getLogger("sessionary.compaction")
 _RETRIES = 8
@@ -68,6 +69,14 @@ async def delete_namespace(store: AsyncStore, scope: Scope, session_id: str, nam
     return len(keys)
 
 
+class AsyncPromptSource(Protocol):
+    """Returns what a request holds beside the messages (the session reads its blocks)."""
+
+    async def __call__(self) -> PromptParts:
+        """Return the system prompt, the blocks it comes from and the tool schemas."""
+        ...
+
+
 class AsyncCompactor:
     """Applies, makes and lists the compaction overlays of one session.
 
@@ -76,15 +85,22 @@ class AsyncCompactor:
         scope: The session's scope.
         session_id: The session.
         policy: The compaction settings.
+        prompt: What the estimate counts beside the messages (default: nothing).
     """
 
     def __init__(
-        self, store: AsyncStore, scope: Scope, session_id: str, policy: CompactionPolicy
+        self,
+        store: AsyncStore,
+        scope: Scope,
+        session_id: str,
+        policy: CompactionPolicy,
+        prompt: AsyncPromptSource | None = None,
     ) -> None:
         self.store = store
         self.scope = scope
         self.session_id = session_id
         self.policy = policy
+        self._prompt = prompt
         # An overlay is written once under a fresh id and never changed, so a copy read
         # here stays right for every process; the index still decides which ones apply.
         self._overlays: dict[str, Overlay] = {}
@@ -182,9 +198,20 @@ class AsyncCompactor:
         return context_view(shown, self.policy.eviction, self.policy.max_argument_chars)
 
     async def estimate(self, leaf: str | None = None) -> int:
-        """Return the estimated prompt tokens: the context view plus `reserve_tokens`."""
-        shown = await self.context(leaf)
-        return self.policy.reserve_tokens + self.policy.counter.count_prompt(shown)
+        """Return the estimated request tokens (see `measure`) of the branch at `leaf`."""
+        return await self.measure(await self.context(leaf))
+
+    async def measure(self, shown: list[Message]) -> int:
+        """Return the estimated tokens of a request with the context view `shown`.
+
+        That is `reserve_tokens` plus the counter's count (`sessionary.tokens.count_context`)
+        of the messages, the session's system prompt, its blocks and its tools' schemas.
+        """
+        parts = await self._prompt() if self._prompt is not None else PromptParts()
+        counted = count_context(
+            self.policy.counter, shown, system=parts.system, blocks=parts.blocks, tools=parts.tools
+        )
+        return self.policy.reserve_tokens + counted
 
     async def copy_to(self, target: AsyncCompactor, path: list[Message]) -> int:
         """Copy to `target` the overlays whose range lies on `path` (a fork); return how many.

@@ -17,7 +17,7 @@ import inspect
 import logging
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sessionary._sync.stores.base import DOCUMENTS, Store
 from sessionary.compaction.overlays import (
@@ -44,8 +44,9 @@ from sessionary.errors import SummarizerError, Unsupported, VersionConflict
 from sessionary.ids import new_id
 from sessionary.model import Message
 from sessionary.records import Scope
+from sessionary.tokens import PromptParts, count_context
 
-__all__ = ["Compactor", "delete_namespace"]
+__all__ = ["Compactor", "PromptSource", "delete_namespace"]
 
 log = logging.getLogger("sessionary.compaction")
 _RETRIES = 8
@@ -70,6 +71,14 @@ def delete_namespace(store: Store, scope: Scope, session_id: str, namespace: str
     return len(keys)
 
 
+class PromptSource(Protocol):
+    """Returns what a request holds beside the messages (the session reads its blocks)."""
+
+    def __call__(self) -> PromptParts:
+        """Return the system prompt, the blocks it comes from and the tool schemas."""
+        ...
+
+
 class Compactor:
     """Applies, makes and lists the compaction overlays of one session.
 
@@ -78,15 +87,22 @@ class Compactor:
         scope: The session's scope.
         session_id: The session.
         policy: The compaction settings.
+        prompt: What the estimate counts beside the messages (default: nothing).
     """
 
     def __init__(
-        self, store: Store, scope: Scope, session_id: str, policy: CompactionPolicy
+        self,
+        store: Store,
+        scope: Scope,
+        session_id: str,
+        policy: CompactionPolicy,
+        prompt: PromptSource | None = None,
     ) -> None:
         self.store = store
         self.scope = scope
         self.session_id = session_id
         self.policy = policy
+        self._prompt = prompt
         # An overlay is written once under a fresh id and never changed, so a copy read
         # here stays right for every process; the index still decides which ones apply.
         self._overlays: dict[str, Overlay] = {}
@@ -184,9 +200,20 @@ class Compactor:
         return context_view(shown, self.policy.eviction, self.policy.max_argument_chars)
 
     def estimate(self, leaf: str | None = None) -> int:
-        """Return the estimated prompt tokens: the context view plus `reserve_tokens`."""
-        shown = self.context(leaf)
-        return self.policy.reserve_tokens + self.policy.counter.count_prompt(shown)
+        """Return the estimated request tokens (see `measure`) of the branch at `leaf`."""
+        return self.measure(self.context(leaf))
+
+    def measure(self, shown: list[Message]) -> int:
+        """Return the estimated tokens of a request with the context view `shown`.
+
+        That is `reserve_tokens` plus the counter's count (`sessionary.tokens.count_context`)
+        of the messages, the session's system prompt, its blocks and its tools' schemas.
+        """
+        parts = self._prompt() if self._prompt is not None else PromptParts()
+        counted = count_context(
+            self.policy.counter, shown, system=parts.system, blocks=parts.blocks, tools=parts.tools
+        )
+        return self.policy.reserve_tokens + counted
 
     def copy_to(self, target: Compactor, path: list[Message]) -> int:
         """Copy to `target` the overlays whose range lies on `path` (a fork); return how many.

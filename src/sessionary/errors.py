@@ -23,6 +23,7 @@ SessionaryError
 │   └── VersionConflict     a state's or document's version moved since the caller looked
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
 ├── SummarizerError         a compaction's summarizer failed (model error, timeout, blank)
+├── CompactionStalled       a warning: automatic compaction cannot get under its trigger
 └── StoreError              the backend failed
     ├── StoreUnavailable    the server or file cannot be reached or opened
     ├── BackendNotInstalled the backend's optional dependency is missing
@@ -40,6 +41,7 @@ __all__ = [
     "BackendNotInstalled",
     "BlockLimitExceeded",
     "BlockNotFound",
+    "CompactionStalled",
     "Conflict",
     "HeadConflict",
     "InvalidDocument",
@@ -158,6 +160,14 @@ class Unsupported(SessionaryError):
 
 class SummarizerError(SessionaryError):
     """A compaction's summarizer failed; the history is left as it was."""
+
+
+class CompactionStalled(SessionaryError):
+    """Automatic compaction cannot bring a session under its trigger (a warning).
+
+    It is never raised: it is handed to the compaction policy's `on_error` hook (or
+    logged) once when automatic compaction holds off; see `sessionary.compaction.guard`.
+    """
 
 
 class StoreError(SessionaryError):

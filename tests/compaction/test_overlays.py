@@ -177,12 +177,13 @@ def test_auto_compaction_fires_past_the_trigger(store_url: str) -> None:
 def test_auto_compaction_failures_reach_the_hook_and_the_append_stands(store_url: str) -> None:
     errors: list[BaseException] = []
     with open_manager(
-        store_url, trigger_tokens=50, summarizer=Failing(), on_error=errors.append
+        store_url, trigger_tokens=50, tail_tokens=20, summarizer=Failing(), on_error=errors.append
     ) as manager:
         chat = manager.create()
         fill(chat, 8)
         assert chat.path_length() == 8 and chat.overlays() == []
-        assert errors and all(isinstance(e, SummarizerError) for e in errors)
+        # Tried at 60 tokens, then held off until the context grew by a quarter of 50.
+        assert len(errors) == 2 and all(isinstance(e, SummarizerError) for e in errors)
         assert isinstance(errors[0].__cause__, RuntimeError)
         with pytest.raises(SummarizerError):
             chat.compact()

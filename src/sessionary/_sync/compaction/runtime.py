@@ -20,10 +20,19 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from sessionary._sync.stores.base import DOCUMENTS, Store
+from sessionary.compaction.guard import (
+    GUARD_KEY,
+    GUARD_NAMESPACE,
+    Guard,
+    Measure,
+    growth,
+    over_budget,
+)
 from sessionary.compaction.overlays import (
     INDEX_KEY,
     INDEX_NAMESPACE,
     NAMESPACE,
+    SUMMARY_HEADER,
     Overlay,
     candidates,
     index_entry,
@@ -40,9 +49,9 @@ from sessionary.compaction.summary import (
     previous_text,
 )
 from sessionary.compaction.view import context_view
-from sessionary.errors import SummarizerError, Unsupported, VersionConflict
+from sessionary.errors import CompactionStalled, SummarizerError, Unsupported, VersionConflict
 from sessionary.ids import new_id
-from sessionary.model import Message
+from sessionary.model import Message, TextPart
 from sessionary.records import Scope
 from sessionary.tokens import PromptParts, count_context
 
@@ -103,6 +112,7 @@ class Compactor:
         self.session_id = session_id
         self.policy = policy
         self._prompt = prompt
+        self._told_unsupported = False
         # An overlay is written once under a fresh id and never changed, so a copy read
         # here stays right for every process; the index still decides which ones apply.
         self._overlays: dict[str, Overlay] = {}
@@ -194,10 +204,15 @@ class Compactor:
             return [*head, summary, *suffix[len(suffix) - need + 1 :]]
         return None
 
+    def _view(self, visible: list[Message]) -> list[Message]:
+        policy = self.policy
+        return context_view(
+            visible, policy.eviction, policy.max_argument_chars, policy.truncation_marker
+        )
+
     def context(self, leaf: str | None = None) -> list[Message]:
         """Return the visible history as a model should see it (eviction, clipping)."""
-        shown = self.visible(leaf)
-        return context_view(shown, self.policy.eviction, self.policy.max_argument_chars)
+        return self._view(self.visible(leaf))
 
     def estimate(self, leaf: str | None = None) -> int:
         """Return the estimated request tokens (see `measure`) of the branch at `leaf`."""
@@ -214,6 +229,17 @@ class Compactor:
             self.policy.counter, shown, system=parts.system, blocks=parts.blocks, tools=parts.tools
         )
         return self.policy.reserve_tokens + counted
+
+    def _size(self, shown: list[Message]) -> Measure:
+        # The prompt is read (and counted) only when a token budget needs it.
+        tokens = self.measure(shown) if self.policy.trigger_tokens is not None else 0
+        return Measure(tokens, len(shown))
+
+    def _tail_budget(self, shown: list[Message], tokens: int) -> int:
+        """The tail's token budget, given the estimate `tokens` of the context `shown`."""
+        counter = self.policy.counter
+        beside = tokens - sum(counter.count_message(m) for m in shown)
+        return self.policy.tail_budget(beside)
 
     def copy_to(self, target: Compactor, path: list[Message]) -> int:
         """Copy to `target` the overlays whose range lies on `path` (a fork); return how many.
@@ -257,6 +283,7 @@ class Compactor:
         self._overlays.clear()
         delete_namespace(self.store, self.scope, self.session_id, INDEX_NAMESPACE)
         delete_namespace(self.store, self.scope, self.session_id, NAMESPACE)
+        delete_namespace(self.store, self.scope, self.session_id, GUARD_NAMESPACE)
 
     # ------------------------------------------------------------------ compacting
 
@@ -274,24 +301,36 @@ class Compactor:
 
         Raises:
             Unsupported: If the store has no documents.
-            SummarizerError: If the summarizer fails; nothing is stored.
+            SummarizerError: If the summarizer (or the memory flush) fails; nothing is
+                stored.
         """
         if not self._has_documents:
             raise Unsupported("compaction overlays need a store with documents")
+        visible = self.visible(leaf)
+        shown = self._view(visible)
+        if tail_tokens is None:
+            tokens = self.measure(shown) if self.policy.tail_tokens is None else 0
+            tail_tokens = self._tail_budget(shown, tokens)
+        plan = self._plan(shown, protect_head, tail_tokens)
+        return None if plan is None else self._apply(plan, visible)
+
+    def _plan(
+        self, shown: list[Message], protect_head: int | None, tail_tokens: int
+    ) -> CompactionPlan | None:
         policy = self.policy
-        head = policy.protect_head if protect_head is None else protect_head
-        shown = self.context(leaf)
-        plan = plan_compaction(
+        return plan_compaction(
             shown,
-            protect_head=head,
-            tail_tokens=policy.tail_tokens if tail_tokens is None else tail_tokens,
+            protect_head=policy.protect_head if protect_head is None else protect_head,
+            tail_tokens=tail_tokens,
             min_tail=policy.min_tail,
             counter=policy.counter,
+            max_tail=policy.tail_count(),
         )
-        if plan is None:
-            return None
-        if policy.memory_flush is not None:
-            self._flush(plan)
+
+    def _apply(self, plan: CompactionPlan, visible: list[Message]) -> Overlay:
+        """Flush (if on), summarize and store the overlay `plan` describes."""
+        if self.policy.memory_flush is not None:
+            self._flush(plan, visible)
         summary = self._summarize(plan)
         overlay = self._make_overlay(plan, summary)
         self.store.put_document(
@@ -373,7 +412,7 @@ class Compactor:
                 continue
         raise VersionConflict("the overlay index kept changing; the overlay is stored unindexed")
 
-    def _flush(self, plan: CompactionPlan) -> None:
+    def _flush(self, plan: CompactionPlan, visible: list[Message]) -> None:
         flush = self.policy.memory_flush
         assert flush is not None
         facts = durable_facts(plan.messages)
@@ -407,25 +446,132 @@ class Compactor:
     # ------------------------------------------------------------------ automatic
 
     def after_append(self) -> Overlay | None:
-        """Compact if the estimate passes the trigger; never raise (errors go to the hook)."""
-        trigger = self.policy.trigger_tokens
-        if trigger is None:
+        """Compact if the context is over budget and the guard allows; never raise.
+
+        See `sessionary.compaction.guard` for when it holds off. Errors (and the
+        `CompactionStalled` warning) go to the policy's error hook.
+        """
+        policy = self.policy
+        if policy.trigger_tokens is None and policy.trigger_messages is None:
+            return None
+        if not self._has_documents:
+            if not self._told_unsupported:
+                self._told_unsupported = True
+                self.report(Unsupported("automatic compaction needs a store with documents"))
             return None
         try:
-            if self.estimate() <= trigger:
-                return None
-            return self.compact()
+            return self._auto()
         except Exception as exc:
             self.report(exc)
             return None
+
+    def _auto(self) -> Overlay | None:
+        visible = self.visible()
+        shown = self._view(visible)
+        now = self._size(shown)
+        if not over_budget(self.policy, now):
+            return None
+        guard = self._guard()
+        ids = [m.id for m in shown]
+        if guard is not None and guard.holds(self.policy, now, ids):
+            return None
+        prior = guard if guard is not None and guard.speaks_for(self.policy, now, ids) else None
+        plan = self._plan(shown, None, self._tail_budget(shown, now.tokens))
+        floor = None if plan is None else self._floor(plan, now)
+        if plan is None or floor is None or over_budget(self.policy, floor):
+            self._hold(shown, now, _cannot(plan, floor), prior, stalled=True)
+            return None
+        try:
+            overlay = self._apply(plan, visible)
+        except Exception:
+            self._hold(shown, now, "the last automatic compaction failed", prior)
+            raise
+        after_view = [*shown[: plan.start], synthetic_message(overlay), *shown[plan.end :]]
+        after = self._size(after_view)
+        if over_budget(self.policy, after):
+            reason = f"a compaction left {_describe(after)}, still over budget"
+            self._hold(after_view, after, reason, prior, stalled=True)
+        elif guard is not None:
+            self._delete_guard()
+        return overlay
+
+    def _floor(self, plan: CompactionPlan, now: Measure) -> Measure:
+        """The least a compaction following `plan` can leave: its summary empty."""
+        empty = Message(role=self.policy.summary_role, parts=[TextPart(SUMMARY_HEADER)])
+        tokens = now.tokens - plan.tokens_compacted + self.policy.counter.count_message(empty)
+        return Measure(tokens, now.messages - (plan.end - plan.start) + 1)
+
+    def _guard(self) -> Guard | None:
+        doc = self.store.get_document(
+            self.scope, "session", self.session_id, GUARD_NAMESPACE, GUARD_KEY, None
+        )
+        return None if doc is None else Guard.from_body(doc.body)
+
+    def _hold(
+        self,
+        shown: list[Message],
+        now: Measure,
+        reason: str,
+        prior: Guard | None,
+        *,
+        stalled: bool = False,
+    ) -> None:
+        """Disarm automatic compaction at `now`; warn if it newly stalled."""
+        warned = prior is not None and prior.warned
+        if stalled and not warned:
+            warned = True
+            self.report(CompactionStalled(self._stalled_text(now, reason)))
+        guard = Guard(shown[-1].id if shown else None, now, reason, warned)
+        self.store.put_document(
+            self.scope, "session", self.session_id, GUARD_NAMESPACE, GUARD_KEY,
+            guard.to_body(), "", "compaction", None,
+        )  # fmt: skip
+
+    def _stalled_text(self, now: Measure, reason: str) -> str:
+        step = growth(self.policy)
+        again = " or ".join(
+            text
+            for text, wanted in (
+                (f"{step.tokens} tokens", self.policy.trigger_tokens),
+                (f"{step.messages} messages", self.policy.trigger_messages),
+            )
+            if wanted is not None
+        )
+        return (
+            f"automatic compaction of session {self.session_id!r} cannot get under budget "
+            f"({_describe(now)} now): {reason}. It tries again once the context grows by "
+            f"{again}. Lower tail_tokens, tail_messages, protect_head or reserve_tokens, "
+            "raise the trigger, or shorten the system prompt"
+        )
+
+    def _delete_guard(self) -> None:
+        self.store.delete_document(
+            self.scope, "session", self.session_id, GUARD_NAMESPACE, GUARD_KEY
+        )
 
     def report(self, error: BaseException) -> None:
         """Hand `error` to the policy's error hook (or log it); never raise."""
         hook = self.policy.on_error
         if hook is None:
-            log.warning("automatic compaction failed: %r", error)
+            if isinstance(error, CompactionStalled):
+                log.warning("%s", error)
+            else:
+                log.warning("automatic compaction failed: %r", error)
             return
         try:
             hook(error)
         except Exception as hook_error:
             log.warning("the compaction error hook failed: %r", hook_error)
+
+
+def _describe(measure: Measure) -> str:
+    return f"{measure.tokens} tokens in {measure.messages} messages"
+
+
+def _cannot(plan: CompactionPlan | None, floor: Measure | None) -> str:
+    if plan is None or floor is None:
+        return "nothing can be compacted (the protected head and the kept tail are all there is)"
+    return (
+        f"even with an empty summary a compaction would leave {_describe(floor)} (the "
+        "protected head, the kept tail and the prompt are too big on their own)"
+    )

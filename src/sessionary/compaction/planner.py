@@ -29,6 +29,7 @@ from sessionary.tokens import TokenCounter, default_counter
 
 __all__ = [
     "COMPACTION_PREFIX",
+    "EVICTED_KEY",
     "SUMMARY_KEY",
     "CompactionPlan",
     "check_not_synthetic",
@@ -45,6 +46,9 @@ COMPACTION_PREFIX = "compaction_"
 
 SUMMARY_KEY = "sessionary.compaction"
 """Metadata key marking a synthetic summary message; append refuses it too."""
+
+EVICTED_KEY = "evicted"
+"""Key in a previewed tool result's `extra` holding where the whole output is."""
 
 
 def is_synthetic(message: Message) -> bool:

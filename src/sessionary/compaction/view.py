@@ -11,15 +11,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from sessionary.compaction.planner import EVICTED_KEY
 from sessionary.compaction.policy import DEFAULT_TRUNCATION_MARKER, Eviction
 from sessionary.errors import InvalidInput
 from sessionary.model import Message, Part, ToolCallPart, ToolResultPart
 from sessionary.tokens import json_text
 
 __all__ = ["EVICTED_KEY", "clip_arguments", "context_view", "evict_result", "read_range"]
-
-EVICTED_KEY = "evicted"
-"""Key in a previewed tool result's `extra` holding where the whole output is."""
 
 
 def evict_result(part: ToolResultPart, message_id: str, eviction: Eviction) -> ToolResultPart:
@@ -36,7 +34,12 @@ def evict_result(part: ToolResultPart, message_id: str, eviction: Eviction) -> T
         f'call read_tool_result with message_id="{message_id}", call_id="{part.call_id}", '
         f"start and end character offsets] …\n\n"
     )
-    marker = {"message_id": message_id, "call_id": part.call_id, "chars": len(text)}
+    marker = {
+        "message_id": message_id,
+        "call_id": part.call_id,
+        "chars": len(text),
+        "preview": eviction.preview,
+    }
     return replace(part, output=head + note + tail, extra={**part.extra, EVICTED_KEY: marker})
 
 

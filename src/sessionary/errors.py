@@ -22,7 +22,7 @@ SessionaryError
 │   ├── HeadConflict        the session's head moved since the caller looked
 │   └── VersionConflict     a state's or document's version moved since the caller looked
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
-├── SummarizerError         a compaction's summarizer failed (model error, timeout, blank)
+├── SummarizerError         a compaction's summarizer or memory extractor failed
 ├── CompactionStalled       a warning: automatic compaction cannot get under its trigger
 └── StoreError              the backend failed
     ├── StoreUnavailable    the server or file cannot be reached or opened
@@ -159,7 +159,10 @@ class Unsupported(SessionaryError):
 
 
 class SummarizerError(SessionaryError):
-    """A compaction's summarizer failed; the history is left as it was."""
+    """A compaction's summarizer (or memory extractor) failed; the history is as it was.
+
+    A model error, a timeout, or an answer that is blank or not text.
+    """
 
 
 class CompactionStalled(SessionaryError):

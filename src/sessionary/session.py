@@ -127,7 +127,12 @@ class AsyncSession(AsyncContextMixin):
         self._config = config if config is not None else SessionConfig()
         self._context_state = None
         self._compactor = AsyncCompactor(
-            store, scope, self._id, compaction or CompactionPolicy(), self._prompt_parts
+            store,
+            scope,
+            self._id,
+            compaction or CompactionPolicy(),
+            self._prompt_parts,
+            self._context,
         )
 
     @property

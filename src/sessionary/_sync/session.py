@@ -129,7 +129,12 @@ class Session(ContextMixin):
         self._config = config if config is not None else SessionConfig()
         self._context_state = None
         self._compactor = Compactor(
-            store, scope, self._id, compaction or CompactionPolicy(), self._prompt_parts
+            store,
+            scope,
+            self._id,
+            compaction or CompactionPolicy(),
+            self._prompt_parts,
+            self._context,
         )
 
     @property

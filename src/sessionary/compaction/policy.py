@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
+from sessionary.blocks import LEVELS, check_label
+from sessionary.compaction.flush import HeuristicExtractor
 from sessionary.compaction.summary import StructuredSummarizer
 from sessionary.errors import InvalidInput
 from sessionary.records import StateLevel
@@ -93,14 +95,36 @@ class Eviction:
 
 @dataclass(frozen=True, slots=True)
 class MemoryFlush:
-    """Where durable facts go before a range is compacted: appended to a memory block.
+    """Durable facts of each range about to be compacted, appended to a memory block.
 
-    The block is the document ``block``/`label` at `level` (see the storage conventions);
-    each flush appends a version written by ``compaction``.
+    The facts are the user's statements and preferences, decisions, errors and artefacts
+    (files, commands, URLs) of the range's *original* messages (see
+    `sessionary.compaction.flush`), appended as ``- `` lines the block does not hold yet.
+
+    Args:
+        label: The block. When the session has a block with this label, the facts go
+            through it: it must be writable, and its token limit holds (facts that do not
+            fit are left out and reported). Otherwise they go to the stored block
+            ``block/<label>`` at `level`.
+        level: "session", "user" or "app", for a label the session has no block for.
+        extractor: A `MemoryExtractor` (or, for async sessions, an
+            `AsyncMemoryExtractor`); default: the offline `HeuristicExtractor`.
+            `OpenAIExtractor` and `AnthropicExtractor` ask a model.
+
+    A flush that fails (the extractor, a readonly block) is reported to the policy's
+    `on_error` and does not stop the compaction: the originals stay stored and searchable.
     """
 
     label: str = "memory"
     level: StateLevel = "session"
+    extractor: Any = field(default_factory=HeuristicExtractor)
+
+    def __post_init__(self) -> None:
+        check_label(self.label)
+        if self.level not in LEVELS:
+            raise InvalidInput(f"level must be one of {LEVELS}, not {self.level!r}")
+        if not hasattr(self.extractor, "extract"):
+            raise InvalidInput("extractor must have an extract(request) method")
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,9 +31,9 @@ __all__ = [
     "Summarizer",
     "build_prompt",
     "check_summary",
-    "durable_facts",
     "extract_references",
     "previous_text",
+    "refuse_coroutine",
     "render_transcript",
     "result_text",
     "structured_summary",
@@ -70,6 +70,17 @@ class AsyncSummarizer(Protocol):
         ...
 
 
+def refuse_coroutine(result: object, what: str) -> None:
+    """Raise if `result` is a coroutine: an async `what` handed to a synchronous session.
+
+    Raises:
+        SummarizerError: If it is (the coroutine is closed first, so nothing warns).
+    """
+    if inspect.iscoroutine(result):
+        result.close()
+        raise SummarizerError(f"an async {what} cannot serve a synchronous Session")
+
+
 def check_summary(result: object) -> str:
     """Return `result` if it is non-blank summary text.
 
@@ -77,9 +88,7 @@ def check_summary(result: object) -> str:
         SummarizerError: If the summarizer returned something else (a coroutine from an
             async summarizer given to a synchronous session included).
     """
-    if inspect.iscoroutine(result):
-        result.close()
-        raise SummarizerError("an async summarizer cannot serve a synchronous Session")
+    refuse_coroutine(result, "summarizer")
     if not isinstance(result, str):
         raise SummarizerError(f"a summarizer must return text, not {type(result).__name__}")
     if not result.strip():
@@ -211,7 +220,8 @@ def _unique(items: Iterable[str]) -> list[str]:
 
 def extract_references(text: str) -> dict[str, list[str]]:
     """Return the file paths, URLs, commands and identifiers `text` mentions, in order."""
-    urls = _unique(_URL.findall(text))
+    # A sentence's full stop (or comma) after a URL is not part of it.
+    urls = _unique(u.rstrip(".,;:!?") for u in _URL.findall(text))
     bare = _URL.sub(" ", text)
     paths = _unique(p.rstrip(".,:;") for p in _PATH.findall(bare) if _is_path(p.rstrip(".,:;")))
     commands = _unique([*_COMMAND.findall(text), *_BACKTICK.findall(text)])
@@ -402,16 +412,3 @@ def previous_text(messages: Sequence[Message]) -> str | None:
         summary = info.get("summary") if isinstance(info, dict) else None
         texts.append(summary if isinstance(summary, str) else message.text)
     return "\n\n".join(texts) if texts else None
-
-
-def durable_facts(messages: Sequence[Message]) -> list[str]:
-    """Return the facts of `messages` worth keeping in memory: decisions, errors, references.
-
-    Deterministic and offline, like `structured_summary`; used by the memory flush that
-    runs before a range is compacted.
-    """
-    answered = {r.call_id for m in messages for r in m.tool_results}
-    notes = _Notes()
-    for message in messages:
-        _note_message(notes, message, answered)
-    return _unique([*notes.points, *_reference_lines(notes.refs)])

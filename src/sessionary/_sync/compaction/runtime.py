@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from sessionary._sync.providers import StoredBlock
 from sessionary._sync.stores.base import DOCUMENTS, Store
+from sessionary.compaction.flush import FlushRequest, add_facts, check_facts
 from sessionary.compaction.guard import (
     GUARD_KEY,
     GUARD_NAMESPACE,
@@ -40,22 +43,31 @@ from sessionary.compaction.overlays import (
     overlay_to_body,
     synthetic_message,
 )
-from sessionary.compaction.planner import CompactionPlan, plan_compaction, summary_budget
-from sessionary.compaction.policy import CompactionPolicy
-from sessionary.compaction.summary import (
-    SummaryRequest,
-    check_summary,
-    durable_facts,
-    previous_text,
+from sessionary.compaction.planner import (
+    CompactionPlan,
+    is_synthetic,
+    plan_compaction,
+    summary_budget,
 )
+from sessionary.compaction.policy import CompactionPolicy
+from sessionary.compaction.summary import SummaryRequest, check_summary, previous_text
 from sessionary.compaction.view import context_view
-from sessionary.errors import CompactionStalled, SummarizerError, Unsupported, VersionConflict
+from sessionary.errors import (
+    BlockLimitExceeded,
+    CompactionStalled,
+    SummarizerError,
+    Unsupported,
+    VersionConflict,
+)
 from sessionary.ids import new_id
 from sessionary.model import Message, TextPart
 from sessionary.records import Scope
 from sessionary.tokens import PromptParts, count_context
 
-__all__ = ["Compactor", "PromptSource", "delete_namespace"]
+if TYPE_CHECKING:
+    from sessionary.blocks import ContextBlock
+
+__all__ = ["BlockSource", "Compactor", "PromptSource", "delete_namespace"]
 
 log = logging.getLogger("sessionary.compaction")
 _RETRIES = 8
@@ -88,6 +100,24 @@ class PromptSource(Protocol):
         ...
 
 
+class BlockSource(Protocol):
+    """The session's blocks, where a memory flush writes when the label is one of them."""
+
+    count: Callable[[str], int]
+
+    def labels(self, *kinds: str) -> list[str]:
+        """Return the labels of the blocks (of the given kinds)."""
+        ...
+
+    def read(self, label: str, version: int | None = None) -> ContextBlock:
+        """Return a block as it is now."""
+        ...
+
+    def write(self, label: str, change: Callable[[str], str], author: str) -> ContextBlock:
+        """Write `change(current)` to a writable block within its limit."""
+        ...
+
+
 class Compactor:
     """Applies, makes and lists the compaction overlays of one session.
 
@@ -97,6 +127,8 @@ class Compactor:
         session_id: The session.
         policy: The compaction settings.
         prompt: What the estimate counts beside the messages (default: nothing).
+        blocks: Returns the session's blocks, for the memory flush (default: none; the
+            flush then writes the stored block of its label).
     """
 
     def __init__(
@@ -106,12 +138,14 @@ class Compactor:
         session_id: str,
         policy: CompactionPolicy,
         prompt: PromptSource | None = None,
+        blocks: Callable[[], BlockSource] | None = None,
     ) -> None:
         self.store = store
         self.scope = scope
         self.session_id = session_id
         self.policy = policy
         self._prompt = prompt
+        self._blocks = blocks
         self._told_unsupported = False
         # An overlay is written once under a fresh id and never changed, so a copy read
         # here stays right for every process; the index still decides which ones apply.
@@ -362,15 +396,7 @@ class Compactor:
             ),
             policy.counter,
         )
-        try:
-            result = policy.summarizer.summarize(request)
-            if inspect.isawaitable(result):
-                result = result
-        except SummarizerError:
-            raise
-        except Exception as exc:
-            raise SummarizerError(f"the summarizer failed: {exc!r}") from exc
-        return check_summary(result)
+        return check_summary(self._ask(policy.summarizer.summarize, request, "summarizer"))
 
     def _make_overlay(self, plan: CompactionPlan, summary: str) -> Overlay:
         first = self.store.get_path_length(self.scope, self.session_id, plan.first_id)
@@ -413,35 +439,58 @@ class Compactor:
         raise VersionConflict("the overlay index kept changing; the overlay is stored unindexed")
 
     def _flush(self, plan: CompactionPlan, visible: list[Message]) -> None:
+        """Append the range's durable facts to the memory block; report, never raise."""
+        try:
+            self._flush_facts(plan, visible)
+        except Exception as exc:
+            self.report(exc)
+
+    def _flush_facts(self, plan: CompactionPlan, visible: list[Message]) -> None:
         flush = self.policy.memory_flush
         assert flush is not None
-        facts = durable_facts(plan.messages)
-        if not facts:
+        # The originals, not the context view: previews and clipped arguments are not facts.
+        originals = tuple(m for m in visible[plan.start : plan.end] if not is_synthetic(m))
+        source = self._blocks() if self._blocks is not None else None
+        stored = StoredBlock(self.store, self.scope, flush.level, self.session_id, flush.label)
+        limit: int | None = None
+        if source is not None and flush.label in source.labels():
+            block = source.read(flush.label)
+            existing, limit = block.content, block.limit
+        else:
+            source, existing = None, stored.get() or ""
+        request = FlushRequest(originals, existing)
+        facts = check_facts(self._ask(flush.extractor.extract, request, "memory extractor"))
+        count = source.count if source is not None else None
+        if add_facts(existing, facts, limit=limit, count=count)[0] == existing:
             return
-        owner = self.session_id if flush.level == "session" else None
-        note = "\n".join(f"- {fact}" for fact in facts)
-        for _ in range(_RETRIES):
-            doc = self.store.get_document(
-                self.scope, flush.level, owner, "block", flush.label, None
+        left: list[str] = []
+
+        def change(current: str) -> str:
+            content, missed = add_facts(current, facts, limit=limit, count=count)
+            left[:] = missed
+            return content
+
+        if source is not None:
+            source.write(flush.label, change, "compaction")
+        else:
+            stored.update(change, "compaction")
+        if left:
+            raise BlockLimitExceeded(
+                f"the memory flush left out {len(left)} facts that did not fit block "
+                f"{flush.label!r}'s limit of {limit} tokens"
             )
-            old = str(doc.body.get("content") or "") if doc is not None else ""
-            content = f"{old}\n{note}" if old else note
-            try:
-                self.store.put_document(
-                    self.scope,
-                    flush.level,
-                    owner,
-                    "block",
-                    flush.label,
-                    {"content": content},
-                    content,
-                    "compaction",
-                    doc.version if doc is not None else 0,
-                )
-                return
-            except VersionConflict:
-                continue
-        raise VersionConflict(f"the memory block {flush.label!r} kept changing")
+
+    def _ask(self, method: Callable[[Any], Any], request: object, what: str) -> object:
+        """Call a summarizer's or extractor's method; any failure is a SummarizerError."""
+        try:
+            result = method(request)
+            if inspect.isawaitable(result):
+                result = result
+        except SummarizerError:
+            raise
+        except Exception as exc:
+            raise SummarizerError(f"the {what} failed: {exc!r}") from exc
+        return result
 
     # ------------------------------------------------------------------ automatic
 

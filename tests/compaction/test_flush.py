@@ -234,3 +234,23 @@ def test_a_session_flushes_with_a_model_extractor(
     transcript = llm.requests[-1]["messages"][1]["content"]
     # The original result (clipped for the prompt), not the evicted preview with its note.
     assert "row 00150 ok" in transcript and "read_tool_result" not in transcript
+
+
+async def test_an_async_session_flushes_with_an_async_extractor(
+    llm: FakeLLM, amanager: sessionary.AsyncSessionManager
+) -> None:
+    extractor = AsyncOpenAIExtractor("m", base_url=f"{llm.base_url}/v1", api_key="k")
+    config = sessionary.SessionConfig().with_block("notes", limit=200)
+    made = (await amanager.create()).id
+    chat = sessionary.AsyncSession(
+        amanager.store,
+        amanager.scope,
+        made,
+        config,
+        compaction=policy(memory_flush=MemoryFlush("notes", extractor=extractor)),
+    )
+    await chat.append_all(conversation())
+    llm.reply(Behaviour(text=ANSWER))
+    assert await chat.compact() is not None
+    block = await chat.get_context_block("notes")
+    assert block.content == "- User: My favourite colour is teal.\n- Files: data/rows.txt"

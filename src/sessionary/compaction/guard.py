@@ -37,9 +37,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sessionary.compaction.planner import CompactionPlan
 from sessionary.compaction.policy import CompactionPolicy
 
-__all__ = ["GUARD_KEY", "GUARD_NAMESPACE", "Guard", "Measure", "growth", "over_budget"]
+__all__ = [
+    "GUARD_KEY",
+    "GUARD_NAMESPACE",
+    "Guard",
+    "Measure",
+    "cannot_text",
+    "describe",
+    "floor",
+    "growth",
+    "over_budget",
+    "stalled_text",
+]
 
 GUARD_NAMESPACE = "compaction.guard"
 GUARD_KEY = "auto"
@@ -68,6 +80,49 @@ def growth(policy: CompactionPolicy) -> Measure:
         return 0 if trigger is None else max(1, math.ceil(policy.rearm_growth * trigger))
 
     return Measure(share(policy.trigger_tokens), share(policy.trigger_messages))
+
+
+def floor(plan: CompactionPlan, now: Measure, summary_tokens: int) -> Measure:
+    """The least a compaction following `plan` can leave of `now`.
+
+    `summary_tokens` is what the summary message costs with an empty summary.
+    """
+    tokens = now.tokens - plan.tokens_compacted + summary_tokens
+    return Measure(tokens, now.messages - (plan.end - plan.start) + 1)
+
+
+def describe(measure: Measure) -> str:
+    """Return `measure` in words."""
+    return f"{measure.tokens} tokens in {measure.messages} messages"
+
+
+def cannot_text(least: Measure | None) -> str:
+    """Say why a compaction is not attempted: nothing to compact, or `least` is too big."""
+    if least is None:
+        return "nothing can be compacted (the protected head and the kept tail are all there is)"
+    return (
+        f"even with an empty summary a compaction would leave {describe(least)} (the "
+        "protected head, the kept tail and the prompt are too big on their own)"
+    )
+
+
+def stalled_text(policy: CompactionPolicy, session_id: str, now: Measure, reason: str) -> str:
+    """Return the `CompactionStalled` warning's text: what happened and what to change."""
+    step = growth(policy)
+    again = " or ".join(
+        text
+        for text, wanted in (
+            (f"{step.tokens} tokens", policy.trigger_tokens),
+            (f"{step.messages} messages", policy.trigger_messages),
+        )
+        if wanted is not None
+    )
+    return (
+        f"automatic compaction of session {session_id!r} cannot get under budget "
+        f"({describe(now)} now): {reason}. It tries again once the context grows by "
+        f"{again}. Lower tail_tokens, tail_messages, protect_head or reserve_tokens, "
+        "raise the trigger, or shorten the system prompt"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,11 @@ from sessionary.compaction.guard import (
     GUARD_NAMESPACE,
     Guard,
     Measure,
-    growth,
+    cannot_text,
+    describe,
+    floor,
     over_budget,
+    stalled_text,
 )
 from sessionary.compaction.overlays import (
     INDEX_KEY,
@@ -333,8 +336,8 @@ class AsyncCompactor:
 
         Raises:
             Unsupported: If the store has no documents.
-            SummarizerError: If the summarizer (or the memory flush) fails; nothing is
-                stored.
+            SummarizerError: If the summarizer fails; nothing is stored. (A failing
+                memory flush is reported to the error hook and does not stop it.)
         """
         if not self._has_documents:
             raise Unsupported("compaction overlays need a store with documents")
@@ -524,9 +527,10 @@ class AsyncCompactor:
             return None
         prior = guard if guard is not None and guard.speaks_for(self.policy, now, ids) else None
         plan = self._plan(shown, None, self._tail_budget(shown, now.tokens))
-        floor = None if plan is None else self._floor(plan, now)
-        if plan is None or floor is None or over_budget(self.policy, floor):
-            await self._hold(shown, now, _cannot(plan, floor), prior, stalled=True)
+        empty = Message(role=self.policy.summary_role, parts=[TextPart(SUMMARY_HEADER)])
+        least = None if plan is None else floor(plan, now, self.policy.counter.count_message(empty))
+        if plan is None or least is None or over_budget(self.policy, least):
+            await self._hold(shown, now, cannot_text(least), prior, stalled=True)
             return None
         try:
             overlay = await self._apply(plan, visible)
@@ -536,17 +540,11 @@ class AsyncCompactor:
         after_view = [*shown[: plan.start], synthetic_message(overlay), *shown[plan.end :]]
         after = await self._size(after_view)
         if over_budget(self.policy, after):
-            reason = f"a compaction left {_describe(after)}, still over budget"
+            reason = f"a compaction left {describe(after)}, still over budget"
             await self._hold(after_view, after, reason, prior, stalled=True)
         elif guard is not None:
             await self._delete_guard()
         return overlay
-
-    def _floor(self, plan: CompactionPlan, now: Measure) -> Measure:
-        """The least a compaction following `plan` can leave: its summary empty."""
-        empty = Message(role=self.policy.summary_role, parts=[TextPart(SUMMARY_HEADER)])
-        tokens = now.tokens - plan.tokens_compacted + self.policy.counter.count_message(empty)
-        return Measure(tokens, now.messages - (plan.end - plan.start) + 1)
 
     async def _guard(self) -> Guard | None:
         doc = await self.store.get_document(
@@ -567,29 +565,12 @@ class AsyncCompactor:
         warned = prior is not None and prior.warned
         if stalled and not warned:
             warned = True
-            self.report(CompactionStalled(self._stalled_text(now, reason)))
+            self.report(CompactionStalled(stalled_text(self.policy, self.session_id, now, reason)))
         guard = Guard(shown[-1].id if shown else None, now, reason, warned)
         await self.store.put_document(
             self.scope, "session", self.session_id, GUARD_NAMESPACE, GUARD_KEY,
             guard.to_body(), "", "compaction", None,
         )  # fmt: skip
-
-    def _stalled_text(self, now: Measure, reason: str) -> str:
-        step = growth(self.policy)
-        again = " or ".join(
-            text
-            for text, wanted in (
-                (f"{step.tokens} tokens", self.policy.trigger_tokens),
-                (f"{step.messages} messages", self.policy.trigger_messages),
-            )
-            if wanted is not None
-        )
-        return (
-            f"automatic compaction of session {self.session_id!r} cannot get under budget "
-            f"({_describe(now)} now): {reason}. It tries again once the context grows by "
-            f"{again}. Lower tail_tokens, tail_messages, protect_head or reserve_tokens, "
-            "raise the trigger, or shorten the system prompt"
-        )
 
     async def _delete_guard(self) -> None:
         await self.store.delete_document(
@@ -609,16 +590,3 @@ class AsyncCompactor:
             hook(error)
         except Exception as hook_error:
             log.warning("the compaction error hook failed: %r", hook_error)
-
-
-def _describe(measure: Measure) -> str:
-    return f"{measure.tokens} tokens in {measure.messages} messages"
-
-
-def _cannot(plan: CompactionPlan | None, floor: Measure | None) -> str:
-    if plan is None or floor is None:
-        return "nothing can be compacted (the protected head and the kept tail are all there is)"
-    return (
-        f"even with an empty summary a compaction would leave {_describe(floor)} (the "
-        "protected head, the kept tail and the prompt are too big on their own)"
-    )

@@ -108,12 +108,11 @@ def open_manager(store: str, user: str, budget: int) -> SessionManager:
         )
         .with_cached_prompt()
     )
-    # Compact between turns once the history passes 3/4 of `budget` tokens (the rest is
-    # room for the turn in progress), keeping the first message and about half the
-    # budget of recent messages word for word; older ones become a summary.
-    compaction = CompactionPolicy(
-        trigger_tokens=budget * 3 // 4, tail_tokens=budget // 2, protect_head=1
-    )
+    # Compact between turns once the request (system prompt, memory tools and history)
+    # passes 3/4 of `budget` tokens (the rest is room for the turn in progress), keeping
+    # the first message and, word for word, recent messages worth half of what the
+    # trigger leaves for history; older ones become a summary.
+    compaction = CompactionPolicy(trigger_tokens=budget * 3 // 4, protect_head=1)
     return SessionManager(store, user=user, config=config, compaction=compaction)
 
 

@@ -9,9 +9,13 @@ import pytest
 import sessionary
 from sessionary._sync.compaction.runtime import Compactor
 from sessionary.compaction import (
+    AnthropicExtractor,
     AnthropicSummarizer,
+    AsyncAnthropicExtractor,
     AsyncAnthropicSummarizer,
+    AsyncOpenAIExtractor,
     AsyncOpenAISummarizer,
+    OpenAIExtractor,
     OpenAISummarizer,
 )
 from sessionary.compaction.runtime import AsyncCompactor
@@ -19,7 +23,8 @@ from sessionary.compaction.runtime import AsyncCompactor
 EXPECTED = {
     "ANY", "HEAD", "AgentState", "AgentStateKeeper", "AsyncAgentStateKeeper",
     "AlreadyExists", "AsyncSession", "AsyncSessionManager", "AsyncStore",
-    "BackendNotInstalled", "Conflict", "DataPart", "FilePart", "HeadConflict", "InvalidId",
+    "BackendNotInstalled", "CompactionStalled", "Conflict", "DataPart", "FilePart",
+    "HeadConflict", "InvalidId",
     "InvalidInput", "InvalidMessage", "InvalidPatch", "InvalidQuery", "InvalidURL",
     "LossyConversion", "Message",
     "MessageNotFound", "NotFound", "Page", "Part", "PayloadTooLarge", "ReasoningPart",
@@ -64,6 +69,8 @@ def _public_methods(cls: type) -> dict[str, inspect.Signature]:
         (AsyncCompactor, Compactor),
         (AsyncOpenAISummarizer, OpenAISummarizer),
         (AsyncAnthropicSummarizer, AnthropicSummarizer),
+        (AsyncOpenAIExtractor, OpenAIExtractor),
+        (AsyncAnthropicExtractor, AnthropicExtractor),
     ],
 )
 def test_async_and_sync_twins_have_the_same_methods(async_cls: type, sync_cls: type) -> None:

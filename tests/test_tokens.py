@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from sessionary.blocks import ContextBlock
 from sessionary.errors import BackendNotInstalled, InvalidInput
 from sessionary.model import DataPart, FilePart, Message, ReasoningPart, TextPart, ToolCallPart
 from sessionary.tokens import (
     MESSAGE_OVERHEAD,
     TOOL_OVERHEAD,
+    ContextCounter,
     HeuristicCounter,
     TiktokenCounter,
     TokenCounter,
+    count_context,
     count_parts,
     default_counter,
     estimate_text_tokens,
@@ -150,3 +155,64 @@ def test_exact_counter_with_an_offline_encoding() -> None:
 
 def test_default_counter_without_encoding_is_heuristic() -> None:
     assert type(default_counter()) is HeuristicCounter
+
+
+class ThreeMethods:
+    """A counter written against the three-method protocol, before count_context existed."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, str, int]] = []
+
+    def count_text(self, text: str) -> int:
+        return len(text)
+
+    def count_message(self, message: Message) -> int:
+        return 1
+
+    def count_prompt(
+        self, messages: Sequence[Message], system: str = "", tools: Sequence[Any] = ()
+    ) -> int:
+        self.calls.append((len(messages), system, len(tools)))
+        return len(messages) + len(system) + len(tools)
+
+
+class Returns:
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def count_text(self, text: str) -> int:
+        return 0
+
+    def count_message(self, message: Message) -> int:
+        return 0
+
+    def count_prompt(self, messages: Any, system: str = "", tools: Any = ()) -> Any:
+        return self.value
+
+
+def test_the_heuristic_counts_a_context_as_its_prompt_without_the_blocks_again() -> None:
+    counter = HeuristicCounter()
+    messages = [Message.user("hello there")]
+    block = ContextBlock("memory", "writable", "likes tea", 3)
+    tools = [{"name": "t", "parameters": {"type": "object"}}]
+    whole = counter.count_prompt(messages, "MEMORY\nlikes tea", tools)
+    assert isinstance(counter, ContextCounter)
+    assert (
+        count_context(counter, messages, system="MEMORY\nlikes tea", blocks=[block], tools=tools)
+        == whole
+    )
+    assert whole > counter.count_prompt(messages)
+
+
+def test_an_old_counter_still_counts_the_prompt_and_a_bad_count_is_refused() -> None:
+    old = ThreeMethods()
+    assert not isinstance(old, ContextCounter) and isinstance(old, TokenCounter)
+    block = ContextBlock("memory", "writable", "x", 1)
+    tools = [{"name": "t"}]
+    assert count_context(old, [Message.user("a")], system="sys", blocks=[block], tools=tools) == 5
+    assert old.calls == [(1, "sys", 1)]
+    assert count_context(Returns(2.2), []) == 3  # rounded up
+    assert count_context(Returns(-4), []) == 0
+    for bad in (float("nan"), float("inf"), "12", None, True):
+        with pytest.raises(InvalidInput, match="token counter returned"):
+            count_context(Returns(bad), [])  # type: ignore[arg-type]

@@ -185,14 +185,41 @@ def test_request_speaks_each_provider_format(manager: sessionary.SessionManager)
         assert responses["instructions"] == ctx.system
         assert responses["input"][-1]["type"] == "function_call_output"
         assert ctx.dropped == []
-        with pytest.raises(InvalidInput):
-            ctx.request("gemini")  # type: ignore[arg-type]
+        gemini = ctx.request("gemini")
+        assert gemini["config"]["system_instruction"] == {"parts": [{"text": ctx.system}]}
+        assert [c["role"] for c in gemini["contents"]][-2:] == ["model", "user"]
+        assert "function_response" in gemini["contents"][-1]["parts"][0]
+        declarations = gemini["config"]["tools"][0]["function_declarations"]
+        assert declarations[-1]["name"] == "weather"
+        ai_sdk = ctx.request("ai-sdk")
+        assert ai_sdk["system"] == ctx.system
+        assert ai_sdk["messages"][-1]["parts"][-1]["state"] == "output-available"
+        assert ai_sdk["tools"]["weather"]["inputSchema"] == WEATHER.parameters
+
+
+def test_request_refuses_an_unknown_format_with_or_without_tools(
+    manager: sessionary.SessionManager,
+) -> None:
+    with manager.create().turn() as ctx:
+        assert ctx.tools == []
+        for bad in ("gemeni", "responses", "", None):
+            with pytest.raises(InvalidInput, match="format"):
+                ctx.request(bad)  # type: ignore[arg-type]
+        plain = ctx.request("gemini")
+        assert plain == {"contents": []}  # nothing to send but the (empty) contents
+        ctx.add(Message.system("Answer in French."))
+        ctx.add(Message.user("hi"))
+        assert ctx.request("gemini")["config"] == {
+            "system_instruction": {"parts": [{"text": "Answer in French."}]}
+        }
+        assert ctx.request("anthropic")["system"] == "Answer in French."
 
 
 def test_request_validates_against_the_official_sdk_types(
     manager: sessionary.SessionManager,
 ) -> None:
     from anthropic.types import MessageParam, ToolParam
+    from google.genai.types import Content, GenerateContentConfig
     from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
     from pydantic import TypeAdapter
 
@@ -205,6 +232,13 @@ def test_request_validates_against_the_official_sdk_types(
         request = ctx.request("anthropic")
         TypeAdapter(list[MessageParam]).validate_python(request["messages"])
         TypeAdapter(list[ToolParam]).validate_python(request["tools"])
+        request = ctx.request("gemini")
+        TypeAdapter(list[Content]).validate_python(request["contents"])
+        config = GenerateContentConfig.model_validate(request["config"])
+        assert config.tools and config.tools[0].function_declarations
+        assert config.tools[0].function_declarations[-1].parameters_json_schema == (
+            WEATHER.parameters
+        )
 
 
 async def test_the_async_turn(amanager: sessionary.AsyncSessionManager) -> None:

@@ -16,6 +16,7 @@ from sessionary.model import Message
 from sessionary.records import Scope
 from sessionary.stores._common import check_limit
 from sessionary.stores.base import AsyncStore
+from sessionary.tokens import PromptParts
 from sessionary.tools import AsyncReader, AsyncToolBox
 from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec, reclaim_unloaded
 from sessionary.window import pair_safe_start
@@ -200,6 +201,14 @@ class AsyncContextMixin:
         """Render the system prompt from the blocks again, store it and return it."""
         return await self._context().refresh()
 
+    async def _prompt_parts(self) -> PromptParts:
+        """What a request holds beside the messages, for the token estimate (no writes)."""
+        context = self._context()
+        blocks = await context.read_all()
+        system = await context.estimate_prompt(blocks)
+        tools = tuple(spec.to_openai_chat() for spec in await self._toolbox().specs())
+        return PromptParts(system, tuple(blocks), tools)
+
     def _tool_reader(self) -> AsyncReader | None:
         """What reads back evicted tool results, when the session evicts them."""
         return None
@@ -218,7 +227,7 @@ class AsyncContextMixin:
         return await self._toolbox().specs()
 
     async def export_tools(self, format: ToolFormat = "openai-chat") -> list[dict[str, Any]]:
-        """Return the memory tools in "openai-chat", "openai-responses" or "anthropic" form."""
+        """Return the memory tools in a provider's form (one of `toolspec.TOOL_FORMATS`)."""
         return await self._toolbox().export(format)
 
     async def call_tool(self, name: str, arguments: object = None) -> ToolResult:
@@ -245,7 +254,7 @@ class AsyncHistoryToolsMixin:
         return await self._history_toolbox().specs()
 
     async def export_tools(self, format: ToolFormat = "openai-chat") -> list[dict[str, Any]]:
-        """Return the history tools in "openai-chat", "openai-responses" or "anthropic" form."""
+        """Return the history tools in a provider's form (one of `toolspec.TOOL_FORMATS`)."""
         return await self._history_toolbox().export(format)
 
     async def call_tool(self, name: str, arguments: object = None) -> ToolResult:

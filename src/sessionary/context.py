@@ -28,6 +28,7 @@ from sessionary.blocks import (
     kind_of,
     takes_keyed_writes,
 )
+from sessionary.compaction.runtime import delete_namespace
 from sessionary.errors import (
     BlockLimitExceeded,
     BlockNotFound,
@@ -334,6 +335,12 @@ class AsyncContext:
         await self._save_loaded(label, [k for k in keys if k != key])
         return True
 
+    async def clear_loaded(self) -> None:
+        """Unload every loaded skill entry of the session (the entries themselves stay)."""
+        self._loaded.clear()
+        if self._persists():
+            await delete_namespace(self.store, self.scope, self.session_id, LOADED_NAMESPACE)
+
     async def loaded(self) -> dict[str, list[str]]:
         """Return the loaded keys of every skill block that has some."""
         found = {label: await self._loaded_keys(label) for label in self.labels("skill")}
@@ -377,6 +384,20 @@ class AsyncContext:
         """Return the system prompt rendered from the blocks now (nothing is stored)."""
         return render_prompt(await self.read_all())
 
+    async def estimate_prompt(self, blocks: list[ContextBlock]) -> str:
+        """Return the prompt a request would carry now, freezing and storing nothing.
+
+        That is the frozen prompt (this handle's, or the stored one with a cached
+        prompt), else `blocks` (as just read) rendered.
+        """
+        if self._frozen is not None:
+            return self._frozen
+        if self.config.cached_prompt and self._persists():
+            stored = await self._stored_prompt()
+            if stored is not None:
+                return stored
+        return render_prompt(blocks)
+
     async def freeze(self) -> str:
         """Return the frozen prompt, rendering and storing it on the first call.
 
@@ -398,6 +419,14 @@ class AsyncContext:
             stored = await self._stored_prompt()
             return text if stored is None else stored
         return text
+
+    async def refresh_if_frozen(self) -> None:
+        """Render a frozen prompt again (stored or in memory); an unfrozen one stays so."""
+        if self.config.cached_prompt:
+            if self._persists() and await self._stored_prompt() is not None:
+                await self.refresh()
+        elif self._frozen is not None:
+            await self.refresh()
 
     async def refresh(self) -> str:
         """Render the prompt again from the blocks, store it and return it."""

@@ -22,7 +22,8 @@ SessionaryError
 │   ├── HeadConflict        the session's head moved since the caller looked
 │   └── VersionConflict     a state's or document's version moved since the caller looked
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
-├── SummarizerError         a compaction's summarizer failed (model error, timeout, blank)
+├── SummarizerError         a compaction's summarizer or memory extractor failed
+├── CompactionStalled       a warning: automatic compaction cannot get under its trigger
 └── StoreError              the backend failed
     ├── StoreUnavailable    the server or file cannot be reached or opened
     ├── BackendNotInstalled the backend's optional dependency is missing
@@ -40,6 +41,7 @@ __all__ = [
     "BackendNotInstalled",
     "BlockLimitExceeded",
     "BlockNotFound",
+    "CompactionStalled",
     "Conflict",
     "HeadConflict",
     "InvalidDocument",
@@ -157,7 +159,18 @@ class Unsupported(SessionaryError):
 
 
 class SummarizerError(SessionaryError):
-    """A compaction's summarizer failed; the history is left as it was."""
+    """A compaction's summarizer (or memory extractor) failed; the history is as it was.
+
+    A model error, a timeout, or an answer that is blank or not text.
+    """
+
+
+class CompactionStalled(SessionaryError):
+    """Automatic compaction cannot bring a session under its trigger (a warning).
+
+    It is never raised: it is handed to the compaction policy's `on_error` hook (or
+    logged) once when automatic compaction holds off; see `sessionary.compaction.guard`.
+    """
 
 
 class StoreError(SessionaryError):

@@ -19,6 +19,15 @@ other file its name or URL plus its inline data at three bytes per four base64 c
 four bytes a token; data parts are not shown to a model and cost nothing. A whole prompt adds
 the system text and, per tool schema, `TOOL_OVERHEAD` plus its JSON.
 
+A session's estimate (`count_context`) hands a counter everything the session puts in a
+request: the messages as the model sees them, the system prompt (the frozen one, else the
+one the blocks render now), the context blocks it was rendered from, and the schemas of
+the session's own tools. A counter with a `count_context` method gets all four; the
+heuristic counts the prompt text once and does not add the blocks again, since their
+content is already in it. A counter without `count_context` (one written against the
+three-method `TokenCounter` protocol) keeps working: it is asked for `count_prompt` of the
+messages, the system prompt and the tool schemas.
+
 `TiktokenCounter` counts text exactly with `tiktoken` when it is installed **and** its encoding
 file is already on disk: tiktoken downloads encoding files at run time, which sessionary never
 does, so `default_counter()` falls back to the heuristic when the file is not cached.
@@ -34,7 +43,7 @@ import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from sessionary._optional import require
 from sessionary.errors import BackendNotInstalled, InvalidInput
@@ -48,13 +57,19 @@ from sessionary.model import (
     ToolResultPart,
 )
 
+if TYPE_CHECKING:
+    from sessionary.blocks import ContextBlock
+
 __all__ = [
     "MESSAGE_OVERHEAD",
     "TOOL_OVERHEAD",
+    "ContextCounter",
     "HeuristicCounter",
     "PartCounts",
+    "PromptParts",
     "TiktokenCounter",
     "TokenCounter",
+    "count_context",
     "count_parts",
     "default_counter",
     "estimate_text_tokens",
@@ -146,6 +161,61 @@ class TokenCounter(Protocol):
     ) -> int:
         """Return the tokens of a whole prompt: system text, tool schemas and messages."""
         ...
+
+
+class PromptParts(NamedTuple):
+    """What a request holds beside its messages: the system prompt, its blocks, tools."""
+
+    system: str = ""
+    blocks: tuple[ContextBlock, ...] = ()
+    tools: tuple[Mapping[str, Any], ...] = ()
+
+
+@runtime_checkable
+class ContextCounter(TokenCounter, Protocol):
+    """A `TokenCounter` that also weighs a session's whole context in one call."""
+
+    def count_context(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str = "",
+        blocks: Sequence[ContextBlock] = (),
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> int:
+        """Return the tokens of a request: messages, system prompt, blocks and tools.
+
+        `system` is the prompt as sent (rendered from `blocks`, perhaps frozen before
+        their latest edits), so a counter that adds both counts the blocks twice.
+        """
+        ...
+
+
+def count_context(
+    counter: TokenCounter,
+    messages: Sequence[Message],
+    *,
+    system: str = "",
+    blocks: Sequence[ContextBlock] = (),
+    tools: Sequence[Mapping[str, Any]] = (),
+) -> int:
+    """Return `counter`'s count of a whole context (see the module docstring).
+
+    Calls `counter.count_context` when it has one, else `counter.count_prompt` (the
+    blocks are then left out: their content is in `system`). A finite number is rounded
+    up and floored at 0.
+
+    Raises:
+        InvalidInput: If the counter returns something that is not a finite number.
+    """
+    method = getattr(counter, "count_context", None)
+    if callable(method):
+        found = method(messages, system=system, blocks=blocks, tools=tools)
+    else:
+        found = counter.count_prompt(messages, system, tools)
+    if isinstance(found, bool) or not isinstance(found, int | float) or not math.isfinite(found):
+        raise InvalidInput(f"the token counter returned {found!r}, not a finite number")
+    return max(0, math.ceil(found))
 
 
 def _file_tokens(part: FilePart, counter: TokenCounter, image_tokens: int) -> int:
@@ -243,6 +313,17 @@ class HeuristicCounter:
         """Return the tokens of a whole prompt: system text, tool schemas and messages."""
         head = self.count_text(system) + MESSAGE_OVERHEAD if system else 0
         return head + self.count_tools(tools) + self.count_messages(messages)
+
+    def count_context(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str = "",
+        blocks: Sequence[ContextBlock] = (),
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> int:
+        """Return the tokens of a request: `count_prompt`; the blocks are in `system`."""
+        return self.count_prompt(messages, system, tools)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

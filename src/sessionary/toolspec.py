@@ -1,8 +1,9 @@
 """Tool definitions as data: JSON schemas, argument checking and provider formats (pure).
 
 A `ToolSpec` is a name, a description and a JSON schema for the arguments. It exports to
-the three wire shapes models take (OpenAI Chat Completions, OpenAI Responses, Anthropic
-Messages), and `check_arguments` validates what a model sent against the schema (the
+the wire shapes of every provider format (OpenAI Chat Completions, OpenAI Responses,
+Anthropic Messages, Gemini function declarations, AI SDK tools), and `check_arguments`
+validates what a model sent against the schema (the
 subset of JSON Schema the tools use: objects, strings, integers, booleans, enums,
 lengths, bounds, required and no additional properties).
 """
@@ -21,6 +22,7 @@ from sessionary.model import Message, Part, ToolCallPart, ToolResultPart
 __all__ = [
     "TOOL_FORMATS",
     "ToolFormat",
+    "check_format",
     "ToolResult",
     "ToolSpec",
     "check_arguments",
@@ -29,8 +31,8 @@ __all__ = [
     "reclaim_unloaded",
 ]
 
-ToolFormat = Literal["openai-chat", "openai-responses", "anthropic"]
-TOOL_FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic")
+ToolFormat = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ai-sdk"]
+TOOL_FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ai-sdk")
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
     "integer": int,
@@ -72,23 +74,57 @@ class ToolSpec:
         """Return the tool as an Anthropic Messages `tools` item."""
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
 
+    def to_gemini(self) -> dict[str, Any]:
+        """Return the tool as a Gemini function declaration.
+
+        The schema goes in `parameters_json_schema` (plain JSON Schema), not in
+        `parameters` (Gemini's OpenAPI subset, which refuses keys such as
+        `additionalProperties`). A request sends the declarations of all its tools in one
+        Gemini tool: ``{"function_declarations": [...]}``.
+        """
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters_json_schema": self.parameters,
+        }
+
+    def to_ai_sdk(self) -> dict[str, Any]:
+        """Return the tool as an AI SDK tool: ``{name, description, inputSchema}``.
+
+        The AI SDK keys its `tools` by name; `inputSchema` is the JSON schema a JavaScript
+        caller wraps with `jsonSchema(...)`.
+        """
+        return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
+
     def export(self, format: ToolFormat) -> dict[str, Any]:
-        """Return the tool in `format`: "openai-chat", "openai-responses" or "anthropic".
+        """Return the tool in `format`, one of `TOOL_FORMATS`.
 
         Raises:
             InvalidInput: If the format is unknown.
         """
-        if format == "openai-chat":
-            return self.to_openai_chat()
-        if format == "openai-responses":
-            return self.to_openai_responses()
-        if format == "anthropic":
-            return self.to_anthropic()
-        raise InvalidInput(f"a tool format is one of {TOOL_FORMATS}, not {format!r}")
+        exporter = getattr(self, f"to_{check_format(format).replace('-', '_')}")
+        exported: dict[str, Any] = exporter()
+        return exported
+
+
+def check_format(format: object) -> ToolFormat:
+    """Return `format` if it is one of `TOOL_FORMATS`.
+
+    Raises:
+        InvalidInput: If it is not (checked even when there are no tools to export).
+    """
+    if not isinstance(format, str) or format not in TOOL_FORMATS:
+        raise InvalidInput(f"a format is one of {list(TOOL_FORMATS)}, not {format!r}")
+    return format  # type: ignore[return-value]
 
 
 def export_tools(specs: Iterable[ToolSpec], format: ToolFormat) -> list[dict[str, Any]]:
-    """Return every tool in `format` (see `ToolSpec.export`)."""
+    """Return every tool in `format` (see `ToolSpec.export`).
+
+    Raises:
+        InvalidInput: If the format is unknown, whether or not there are tools.
+    """
+    check_format(format)
     return [spec.export(format) for spec in specs]
 
 

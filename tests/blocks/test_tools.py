@@ -174,6 +174,7 @@ def _check_typed_dict(kind: Any, value: dict[str, Any]) -> None:
 @pytest.mark.requires(SEARCH, DOCUMENT_SEARCH)
 def test_exports_match_the_official_sdk_types(chat: sessionary.Session) -> None:
     from anthropic.types import ToolParam
+    from google.genai.types import FunctionDeclaration
     from openai.types.chat import ChatCompletionToolParam
     from openai.types.responses import FunctionToolParam
     from openai.types.shared_params import FunctionDefinition
@@ -189,5 +190,11 @@ def test_exports_match_the_official_sdk_types(chat: sessionary.Session) -> None:
         _check_typed_dict(ToolParam, item)
         assert item["input_schema"]["type"] == "object"
     json.dumps(chat.export_tools("anthropic"))
-    with pytest.raises(sessionary.InvalidInput, match="tool format"):
-        specs[0].export("gemini")  # type: ignore[arg-type]
+    for item in export_tools(specs, "gemini"):
+        FunctionDeclaration.model_validate(item)
+    for item in export_tools(specs, "ai-sdk"):
+        assert set(item) == {"name", "description", "inputSchema"}
+    with pytest.raises(sessionary.InvalidInput, match="format"):
+        specs[0].export("bard")  # type: ignore[arg-type]
+    with pytest.raises(sessionary.InvalidInput, match="format"):
+        export_tools([], "bard")  # type: ignore[arg-type]

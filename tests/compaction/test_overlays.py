@@ -177,12 +177,13 @@ def test_auto_compaction_fires_past_the_trigger(store_url: str) -> None:
 def test_auto_compaction_failures_reach_the_hook_and_the_append_stands(store_url: str) -> None:
     errors: list[BaseException] = []
     with open_manager(
-        store_url, trigger_tokens=50, summarizer=Failing(), on_error=errors.append
+        store_url, trigger_tokens=50, tail_tokens=20, summarizer=Failing(), on_error=errors.append
     ) as manager:
         chat = manager.create()
         fill(chat, 8)
         assert chat.path_length() == 8 and chat.overlays() == []
-        assert errors and all(isinstance(e, SummarizerError) for e in errors)
+        # Tried at 60 tokens, then held off until the context grew by a quarter of 50.
+        assert len(errors) == 2 and all(isinstance(e, SummarizerError) for e in errors)
         assert isinstance(errors[0].__cause__, RuntimeError)
         with pytest.raises(SummarizerError):
             chat.compact()
@@ -338,3 +339,30 @@ def test_a_fork_keeps_the_overlays_on_its_path(store_url: str) -> None:
         assert len(fork.history(raw=True)) == 19
         early = manager.fork(chat.id, "m10")  # before the overlay's end: not copied
         assert early.overlays() == [] and len(early.history()) == 11
+
+
+def test_clear_drops_overlays_loaded_entries_and_refreezes_the_prompt(store_url: str) -> None:
+    config = (
+        sessionary.SessionConfig()
+        .with_block("notes", description="Notes")
+        .with_block("docs", kind="skill")
+        .with_cached_prompt()
+    )
+    with open_manager(store_url) as manager:
+        made = manager.create().id
+        chat = sessionary.Session(manager.store, manager.scope, made, config, compaction=policy())
+        chat.replace_context_block("notes", "old note")
+        chat.put_context_entry("docs", "Run make release.", title="Releasing")
+        assert chat.load_context_entry("docs", "releasing") is not None
+        assert "old note" in chat.freeze_system_prompt()
+        fill(chat, 20)
+        assert chat.compact() is not None
+        chat.replace_context_block("notes", "new note")
+        assert chat.clear() == 20
+        assert chat.overlays() == [] and chat.loaded_context() == {}
+        assert "new note" in chat.freeze_system_prompt()
+        # Messages that come back under the old ids are not hidden by an old summary.
+        fill(chat, 20)
+        assert [m.id for m in chat.history()] == [f"m{i}" for i in range(20)]
+        assert chat.get_context_block("notes").content == "new note"  # blocks stay
+        assert chat.get_context_block("docs").keys == ("releasing",)

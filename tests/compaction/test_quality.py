@@ -11,6 +11,7 @@ from pathlib import Path
 
 import sessionary
 from sessionary import Message
+from sessionary.compaction import SECTIONS
 from sessionary.compaction.policy import CompactionPolicy
 
 DATA = Path(__file__).parent / "data" / "coding_session.jsonl"
@@ -43,8 +44,8 @@ def test_summary_keeps_every_path_and_identifier_and_fits_the_budget() -> None:
         assert len(wanted) > 200
         missing = sorted(ref for ref in wanted if ref not in overlay.summary)
         assert missing == []
-        for section in ("## Intent", "## Key Points", "## Current State", "## Open Items"):
-            assert section in overlay.summary
+        for section in SECTIONS:
+            assert f"## {section}" in overlay.summary
         after = chat.estimate_tokens()
         assert after <= BUDGET < before
         assert overlay.tokens_after <= BUDGET

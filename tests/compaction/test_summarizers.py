@@ -79,6 +79,36 @@ def test_structured_summary_has_sections_and_verbatim_references() -> None:
     assert "?" in text.split("## Open Items")[1]
 
 
+def test_references_go_to_the_artifacts_section() -> None:
+    text = structured_summary(SummaryRequest(turns(), budget=2000))
+    assert SECTIONS == ("Intent", "Key Points", "Artifacts", "Current State", "Open Items")
+    artifacts = text.split("## Artifacts")[1].split("## Current State")[0]
+    assert "Files: tests/test_api.py, src/app/api.py, docs/api.md" in artifacts
+    assert "Commands: `make release`" in artifacts and "https://example.com/spec" in artifacts
+    key_points = text.split("## Key Points")[1].split("## Artifacts")[0]
+    assert "Files:" not in key_points and "KeyError" in key_points
+    # A summary written before the Artifacts section existed keeps its references.
+    old = "## Intent\n- fix it\n\n## Key Points\n- Files: lib/old.py\n- chose plan B"
+    merged = structured_summary(SummaryRequest(turns(), previous=old))
+    assert "lib/old.py" in merged.split("## Artifacts")[1]
+    assert "chose plan B" in merged.split("## Key Points")[1].split("## Artifacts")[0]
+    assert "## Artifacts" in build_prompt(SummaryRequest(turns()))[0]
+
+
+def test_an_evicted_preview_reads_without_its_note() -> None:
+    from sessionary import Eviction
+    from sessionary.compaction.view import context_view
+
+    output = "see src/big.py " * 400
+    result = Message.tool("c1", output, name="shell", id="t1")
+    shown = context_view([result], Eviction(threshold=100, preview=60), None)
+    assert "read_tool_result" in shown[0].tool_results[0].output  # the model is told how
+    text = structured_summary(SummaryRequest(tuple(shown)))
+    assert "src/big.py" in text
+    for noise in ("read_tool_result", "message_id", "call_id", "t1"):
+        assert noise not in text
+
+
 def test_structured_summary_is_deterministic_and_iterative() -> None:
     first = structured_summary(SummaryRequest(turns()))
     assert first == structured_summary(SummaryRequest(turns()))

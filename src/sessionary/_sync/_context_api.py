@@ -19,6 +19,7 @@ from sessionary.errors import InvalidInput
 from sessionary.model import Message
 from sessionary.records import Scope
 from sessionary.stores._common import check_limit
+from sessionary.tokens import PromptParts
 from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec, reclaim_unloaded
 from sessionary.window import pair_safe_start
 
@@ -200,6 +201,14 @@ class ContextMixin:
         """Render the system prompt from the blocks again, store it and return it."""
         return self._context().refresh()
 
+    def _prompt_parts(self) -> PromptParts:
+        """What a request holds beside the messages, for the token estimate (no writes)."""
+        context = self._context()
+        blocks = context.read_all()
+        system = context.estimate_prompt(blocks)
+        tools = tuple(spec.to_openai_chat() for spec in self._toolbox().specs())
+        return PromptParts(system, tuple(blocks), tools)
+
     def _tool_reader(self) -> Reader | None:
         """What reads back evicted tool results, when the session evicts them."""
         return None
@@ -218,7 +227,7 @@ class ContextMixin:
         return self._toolbox().specs()
 
     def export_tools(self, format: ToolFormat = "openai-chat") -> list[dict[str, Any]]:
-        """Return the memory tools in "openai-chat", "openai-responses" or "anthropic" form."""
+        """Return the memory tools in a provider's form (one of `toolspec.TOOL_FORMATS`)."""
         return self._toolbox().export(format)
 
     def call_tool(self, name: str, arguments: object = None) -> ToolResult:
@@ -245,7 +254,7 @@ class HistoryToolsMixin:
         return self._history_toolbox().specs()
 
     def export_tools(self, format: ToolFormat = "openai-chat") -> list[dict[str, Any]]:
-        """Return the history tools in "openai-chat", "openai-responses" or "anthropic" form."""
+        """Return the history tools in a provider's form (one of `toolspec.TOOL_FORMATS`)."""
         return self._history_toolbox().export(format)
 
     def call_tool(self, name: str, arguments: object = None) -> ToolResult:

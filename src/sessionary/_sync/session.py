@@ -128,7 +128,14 @@ class Session(ContextMixin):
         self._id = check_id(session_id, "session id")
         self._config = config if config is not None else SessionConfig()
         self._context_state = None
-        self._compactor = Compactor(store, scope, self._id, compaction or CompactionPolicy())
+        self._compactor = Compactor(
+            store,
+            scope,
+            self._id,
+            compaction or CompactionPolicy(),
+            self._prompt_parts,
+            self._context,
+        )
 
     @property
     def id(self) -> str:
@@ -229,8 +236,19 @@ class Session(ContextMixin):
         return self._store.delete_message(self._scope, self._id, check_id(message_id, "message id"))
 
     def clear(self) -> int:
-        """Delete every message of the session (state and registry row stay)."""
-        return self._store.clear_messages(self._scope, self._id)
+        """Delete every message of the session and what hangs on them; return how many.
+
+        Besides the messages: the compaction overlays (summaries of deleted messages)
+        are deleted, every loaded skill entry is unloaded, and a frozen system prompt is
+        rendered again from the blocks, so the next conversation starts fresh. State,
+        blocks, skill entries and the registry row stay.
+        """
+        self._compactor.clear()
+        count = self._store.clear_messages(self._scope, self._id)
+        context = self._context()
+        context.clear_loaded()
+        context.refresh_if_frozen()
+        return count
 
     def checkout(self, message_id: str | None) -> None:
         """Move the head to `message_id`, for every process using this session.
@@ -313,7 +331,13 @@ class Session(ContextMixin):
         return self._compactor.context(_optional_id(leaf, "leaf message id"))
 
     def estimate_tokens(self, leaf: str | None = None) -> int:
-        """Return the estimated prompt tokens of `context_history` (plus the reserve)."""
+        """Return the estimated tokens of a request built from this session.
+
+        The policy's counter weighs `context_history`, the system prompt (the frozen one,
+        else the one the blocks render now; nothing is frozen or stored by estimating),
+        the blocks and the session's tool schemas; `reserve_tokens` is added for what
+        the session does not manage (your own tools and instructions).
+        """
         return self._compactor.estimate(_optional_id(leaf, "leaf message id"))
 
     def read_tool_result(

@@ -30,11 +30,9 @@ from sessionary._sync.session import coerce_message
 from sessionary.agent_state import AgentState
 from sessionary.errors import InvalidInput, InvalidMessage
 from sessionary.formats import Loss
-from sessionary.formats.anthropic import to_anthropic
-from sessionary.formats.openai_chat import to_openai_chat
-from sessionary.formats.openai_responses import to_openai_responses
 from sessionary.model import Message
 from sessionary.records import ANY, HEAD, Expected, Parent
+from sessionary.requests import build_request
 from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec, export_tools
 
 if TYPE_CHECKING:
@@ -44,15 +42,6 @@ __all__ = ["POLICIES", "Turn", "TurnPolicy"]
 
 TurnPolicy = Literal["fail", "branch", "rebase"]
 POLICIES: tuple[TurnPolicy, ...] = ("fail", "branch", "rebase")
-
-
-def _join_system(ours: str, theirs: str | list[dict[str, Any]] | None) -> Any:
-    """Our prompt first, then any system text the history itself carried."""
-    if not theirs:
-        return ours
-    if isinstance(theirs, str):
-        return "\n\n".join(part for part in (ours, theirs) if part)
-    return ([{"type": "text", "text": ours}] if ours else []) + theirs
 
 
 class Turn:
@@ -192,7 +181,11 @@ class Turn:
         return self.session.call_tool(name, arguments)
 
     def export_tools(self, format: ToolFormat = "openai-chat") -> list[dict[str, Any]]:
-        """Return the turn's tools in "openai-chat", "openai-responses" or "anthropic" form."""
+        """Return the turn's tools in a provider's form (see `sessionary.toolspec`).
+
+        Raises:
+            InvalidInput: If the format is unknown.
+        """
         return export_tools(self.tools, format)
 
     def request(self, format: ToolFormat = "openai-chat") -> dict[str, Any]:
@@ -200,29 +193,18 @@ class Turn:
 
         "openai-chat" gives ``messages`` (system first) and ``tools``; "anthropic" gives
         ``system``, ``messages`` and ``tools``; "openai-responses" gives
-        ``instructions``, ``input`` and ``tools``. Keys with nothing to send are left
+        ``instructions``, ``input`` and ``tools``; "gemini" gives ``contents`` and
+        ``config`` (``system_instruction`` and ``tools``) for
+        ``client.models.generate_content``; "ai-sdk" gives ``system``, ``messages`` (AI
+        SDK UIMessages) and ``tools`` keyed by name. Keys with nothing to send are left
         out, so the result can be splatted into the SDK call with the model name. What
         the format cannot carry (e.g. reasoning in OpenAI Chat) is listed in `dropped`.
+
+        Raises:
+            InvalidInput: If the format is not one of those, whether or not there are tools.
         """
-        tools = self.export_tools(format)
-        if format == "openai-chat":
-            chat, dropped = to_openai_chat(self.messages)
-            system = [{"role": "system", "content": self.system}] if self.system else []
-            out: dict[str, Any] = {"messages": system + chat}
-        elif format == "anthropic":
-            (theirs, messages), dropped = to_anthropic(self.messages)
-            out = {"messages": messages}
-            joined = _join_system(self.system, theirs)
-            if joined:
-                out["system"] = joined
-        else:
-            out, dropped = {}, ()
-            out["input"], dropped = to_openai_responses(self.messages)
-            if self.system:
-                out["instructions"] = self.system
+        out, dropped = build_request(format, self.system, self.messages, self.tools)
         self.dropped = list(dropped)
-        if tools:
-            out["tools"] = tools
         return out
 
     def __repr__(self) -> str:

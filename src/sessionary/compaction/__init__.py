@@ -1,11 +1,31 @@
 """Context compaction: token-budgeted planning, summarizers, overlays and harness helpers.
 
-The planner and the offline summarizer are pure; the LLM summarizers need
-`sessionary[openai]` or `sessionary[anthropic]` and import their SDK only when built.
+The planner, the offline summarizer and the offline memory extractor are pure; the LLM
+summarizers and extractors need `sessionary[openai]` or `sessionary[anthropic]` and import
+their SDK only when built.
 """
 
-from sessionary._sync.compaction.llm import AnthropicSummarizer, OpenAISummarizer
-from sessionary.compaction.llm import AsyncAnthropicSummarizer, AsyncOpenAISummarizer
+from sessionary._sync.compaction.llm import (
+    AnthropicExtractor,
+    AnthropicSummarizer,
+    OpenAIExtractor,
+    OpenAISummarizer,
+)
+from sessionary.compaction.flush import (
+    AsyncMemoryExtractor,
+    FlushRequest,
+    HeuristicExtractor,
+    MemoryExtractor,
+    add_facts,
+    memory_facts,
+)
+from sessionary.compaction.guard import Guard, Measure
+from sessionary.compaction.llm import (
+    AsyncAnthropicExtractor,
+    AsyncAnthropicSummarizer,
+    AsyncOpenAIExtractor,
+    AsyncOpenAISummarizer,
+)
 from sessionary.compaction.planner import (
     COMPACTION_PREFIX,
     SUMMARY_KEY,
@@ -34,20 +54,32 @@ __all__ = [
     "COMPACTION_PREFIX",
     "SECTIONS",
     "SUMMARY_KEY",
+    "AnthropicExtractor",
     "AnthropicSummarizer",
+    "AsyncAnthropicExtractor",
     "AsyncAnthropicSummarizer",
+    "AsyncMemoryExtractor",
+    "AsyncOpenAIExtractor",
     "AsyncOpenAISummarizer",
     "AsyncSummarizer",
     "CompactionPlan",
+    "FlushRequest",
+    "Guard",
+    "HeuristicExtractor",
+    "Measure",
+    "MemoryExtractor",
+    "OpenAIExtractor",
     "OpenAISummarizer",
     "StructuredSummarizer",
     "Summarizer",
     "SummaryRequest",
+    "add_facts",
     "build_prompt",
     "check_not_synthetic",
     "drop_synthetic",
     "extract_references",
     "is_synthetic",
+    "memory_facts",
     "pending_calls",
     "plan_compaction",
     "render_transcript",

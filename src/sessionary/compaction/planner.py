@@ -4,8 +4,9 @@ The planner gets the *visible* history of a branch (earlier overlays already app
 previous summary appears as one synthetic message) and returns the range to summarize:
 
 - the first `protect_head` messages are kept as they are;
-- the tail is the longest suffix that fits `tail_tokens`, but never fewer than `min_tail`
-  messages (the message count wins over the budget when both cannot hold);
+- the tail is the longest suffix that fits `tail_tokens` (and holds at most `max_tail`
+  messages, when given), but never fewer than `min_tail` messages (the message count wins
+  over the budgets when they cannot all hold);
 - neither boundary separates a tool call from its result: a cut is only placed where no
   call sits before it with its result after it;
 - a pending call is never compacted: an unanswered call after which no assistant message
@@ -28,6 +29,7 @@ from sessionary.tokens import TokenCounter, default_counter
 
 __all__ = [
     "COMPACTION_PREFIX",
+    "EVICTED_KEY",
     "SUMMARY_KEY",
     "CompactionPlan",
     "check_not_synthetic",
@@ -44,6 +46,9 @@ COMPACTION_PREFIX = "compaction_"
 
 SUMMARY_KEY = "sessionary.compaction"
 """Metadata key marking a synthetic summary message; append refuses it too."""
+
+EVICTED_KEY = "evicted"
+"""Key in a previewed tool result's `extra` holding where the whole output is."""
 
 
 def is_synthetic(message: Message) -> bool:
@@ -174,14 +179,20 @@ def _head_end(cuts: Sequence[bool], protect_head: int, path: Sequence[Message]) 
 
 
 def _tail_start(
-    cuts: Sequence[bool], sizes: Sequence[int], start: int, tail_tokens: int, min_tail: int
+    cuts: Sequence[bool],
+    sizes: Sequence[int],
+    start: int,
+    tail_tokens: int,
+    min_tail: int,
+    max_tail: int | None,
 ) -> int:
     size = len(sizes)
     suffix = [0] * (size + 1)
     for index in range(size - 1, -1, -1):
         suffix[index] = suffix[index + 1] + sizes[index]
     candidates = [c for c in range(start + 1, size - min_tail + 1) if cuts[c]]
-    fitting = [c for c in candidates if suffix[c] <= tail_tokens]
+    most = size if max_tail is None else max_tail
+    fitting = [c for c in candidates if suffix[c] <= tail_tokens and size - c <= most]
     if fitting:
         return fitting[0]  # the longest tail within the budget
     return candidates[-1] if candidates else start  # the shortest tail with min_tail messages
@@ -196,12 +207,18 @@ def _stored_id(message: Message, end: str) -> str:
     return message.id
 
 
-def _check_settings(protect_head: int, tail_tokens: int, min_tail: int) -> None:
+def _check_settings(
+    protect_head: int, tail_tokens: int, min_tail: int, max_tail: int | None
+) -> None:
     for name, value in (("protect_head", protect_head), ("tail_tokens", tail_tokens)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InvalidInput(f"{name} must be a non-negative integer")
     if not isinstance(min_tail, int) or isinstance(min_tail, bool) or min_tail < 1:
         raise InvalidInput("min_tail must be a positive integer")
+    if max_tail is not None and (
+        not isinstance(max_tail, int) or isinstance(max_tail, bool) or max_tail < 1
+    ):
+        raise InvalidInput("max_tail must be a positive integer or None")
 
 
 def plan_compaction(
@@ -211,6 +228,7 @@ def plan_compaction(
     tail_tokens: int = 20_000,
     min_tail: int = 2,
     counter: TokenCounter | None = None,
+    max_tail: int | None = None,
 ) -> CompactionPlan | None:
     """Return what to compact on a visible history, or None when nothing can be.
 
@@ -218,18 +236,19 @@ def plan_compaction(
         path: The branch's visible history, oldest first (overlays applied).
         protect_head: How many first messages are never compacted.
         tail_tokens: The token budget of the kept tail.
-        min_tail: The fewest messages the tail keeps, whatever the budget.
+        min_tail: The fewest messages the tail keeps, whatever the budgets.
         counter: Counts each message's tokens (default: the heuristic).
+        max_tail: The most messages the kept tail holds (None: no bound).
 
     Raises:
         InvalidInput: If a setting is out of range.
     """
-    _check_settings(protect_head, tail_tokens, min_tail)
+    _check_settings(protect_head, tail_tokens, min_tail, max_tail)
     counter = counter if counter is not None else default_counter()
     sizes = [counter.count_message(m) for m in path]
     cuts = safe_cuts(path)
     start = _head_end(cuts, protect_head, path)
-    end = _tail_start(cuts, sizes, start, tail_tokens, min_tail)
+    end = _tail_start(cuts, sizes, start, tail_tokens, min_tail, max_tail)
     if end <= start:
         return None
     chosen = path[start:end]

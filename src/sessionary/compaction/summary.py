@@ -2,10 +2,12 @@
 
 The offline summarizer is pure and deterministic; it needs no model.
 
-Every summary has four sections: ``## Intent``, ``## Key Points``, ``## Current State`` and
+Every summary has five sections: ``## Intent``, ``## Key Points``, ``## Artifacts`` (the
+files, URLs, commands and identifiers, verbatim), ``## Current State`` and
 ``## Open Items``. A new compaction *updates* the previous summary: the LLM prompt hands it
 over with the new turns, and the offline summarizer merges the previous sections with the
-new ones.
+new ones (a previous summary with its references under Key Points, as older versions
+wrote them, is read too).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from sessionary.compaction.planner import SUMMARY_KEY
+from sessionary.compaction.planner import EVICTED_KEY, SUMMARY_KEY
 from sessionary.errors import SummarizerError
 from sessionary.model import Message, TextPart, ToolCallPart, ToolResultPart
 from sessionary.tokens import TokenCounter, default_counter, json_text
@@ -29,14 +31,15 @@ __all__ = [
     "Summarizer",
     "build_prompt",
     "check_summary",
-    "durable_facts",
     "extract_references",
     "previous_text",
+    "refuse_coroutine",
     "render_transcript",
+    "result_text",
     "structured_summary",
 ]
 
-SECTIONS = ("Intent", "Key Points", "Current State", "Open Items")
+SECTIONS = ("Intent", "Key Points", "Artifacts", "Current State", "Open Items")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,17 @@ class AsyncSummarizer(Protocol):
         ...
 
 
+def refuse_coroutine(result: object, what: str) -> None:
+    """Raise if `result` is a coroutine: an async `what` handed to a synchronous session.
+
+    Raises:
+        SummarizerError: If it is (the coroutine is closed first, so nothing warns).
+    """
+    if inspect.iscoroutine(result):
+        result.close()
+        raise SummarizerError(f"an async {what} cannot serve a synchronous Session")
+
+
 def check_summary(result: object) -> str:
     """Return `result` if it is non-blank summary text.
 
@@ -74,9 +88,7 @@ def check_summary(result: object) -> str:
         SummarizerError: If the summarizer returned something else (a coroutine from an
             async summarizer given to a synchronous session included).
     """
-    if inspect.iscoroutine(result):
-        result.close()
-        raise SummarizerError("an async summarizer cannot serve a synchronous Session")
+    refuse_coroutine(result, "summarizer")
     if not isinstance(result, str):
         raise SummarizerError(f"a summarizer must return text, not {type(result).__name__}")
     if not result.strip():
@@ -122,9 +134,10 @@ def render_transcript(messages: Iterable[Message], part_chars: int = 2000) -> st
 _INSTRUCTIONS = """You maintain the working summary of a long conversation between a user and an \
 AI agent, so the agent can continue without the original messages.
 
-Write exactly these four Markdown sections:
+Write exactly these five Markdown sections:
 ## Intent — what the user wants overall, and any constraints they set.
 ## Key Points — decisions made, facts learned, errors met and how they were resolved.
+## Artifacts — the files, commands, URLs and identifiers created, read or changed.
 ## Current State — what has been done and where things stand now.
 ## Open Items — pending questions, unfinished tasks and next steps.
 
@@ -175,6 +188,20 @@ def _is_path(candidate: str) -> bool:
     return "/" in candidate or bool(_WORD_EXT.search(candidate))
 
 
+def result_text(part: ToolResultPart) -> str:
+    """Return a tool result's output as text; an evicted preview without its reading note.
+
+    The note (how to call `read_tool_result`, with message and call ids) is for the model
+    in the context, not a fact of the conversation.
+    """
+    text = json_text(part.output)
+    marker = part.extra.get(EVICTED_KEY)
+    preview = marker.get("preview") if isinstance(marker, dict) else None
+    if isinstance(preview, int) and preview >= 0 and 2 * preview < len(text):
+        return f"{text[:preview]}\n…\n{text[len(text) - preview :]}"
+    return text
+
+
 def _texts(message: Message) -> list[str]:
     pieces: list[str] = []
     for part in message.parts:
@@ -183,7 +210,7 @@ def _texts(message: Message) -> list[str]:
         elif isinstance(part, ToolCallPart):
             pieces.append(f"{part.name} {json_text(part.arguments)}")
         elif isinstance(part, ToolResultPart):
-            pieces.append(json_text(part.output))
+            pieces.append(result_text(part))
     return pieces
 
 
@@ -193,7 +220,8 @@ def _unique(items: Iterable[str]) -> list[str]:
 
 def extract_references(text: str) -> dict[str, list[str]]:
     """Return the file paths, URLs, commands and identifiers `text` mentions, in order."""
-    urls = _unique(_URL.findall(text))
+    # A sentence's full stop (or comma) after a URL is not part of it.
+    urls = _unique(u.rstrip(".,;:!?") for u in _URL.findall(text))
     bare = _URL.sub(" ", text)
     paths = _unique(p.rstrip(".,:;") for p in _PATH.findall(bare) if _is_path(p.rstrip(".,:;")))
     commands = _unique([*_COMMAND.findall(text), *_BACKTICK.findall(text)])
@@ -308,7 +336,7 @@ def _drop_text(sections: dict[str, list[str]], excess: int) -> bool:
 
 
 def _drop_references(sections: dict[str, list[str]], excess: int) -> bool:
-    points = sections["Key Points"]
+    points = sections["Artifacts"]
     refs = [i for i, line in enumerate(points) if _is_reference(line)]
     if not refs:
         return False
@@ -342,7 +370,7 @@ def structured_summary(request: SummaryRequest) -> str:
         _note_message(notes, message, answered)
     old = _previous_sections(request.previous)
     old_refs: dict[str, list[str]] = {}
-    for line in old["Key Points"]:
+    for line in [*old["Key Points"], *old["Artifacts"]]:
         if _is_reference(line):
             label, _, values = line.partition(": ")
             kind = {"Files": "files", "URLs": "urls", "Commands": "commands"}.get(
@@ -355,11 +383,8 @@ def structured_summary(request: SummaryRequest) -> str:
     }
     sections = {
         "Intent": [*old["Intent"], *notes.intent[:3]],
-        "Key Points": [
-            *(p for p in old["Key Points"] if not _is_reference(p)),
-            *notes.points,
-            *_reference_lines(refs),
-        ],
+        "Key Points": [*(p for p in old["Key Points"] if not _is_reference(p)), *notes.points],
+        "Artifacts": _reference_lines(refs),
         "Current State": notes.state or old["Current State"],
         "Open Items": [*(i for i in old["Open Items"] if i != "(none)"), *notes.open],
     }
@@ -387,16 +412,3 @@ def previous_text(messages: Sequence[Message]) -> str | None:
         summary = info.get("summary") if isinstance(info, dict) else None
         texts.append(summary if isinstance(summary, str) else message.text)
     return "\n\n".join(texts) if texts else None
-
-
-def durable_facts(messages: Sequence[Message]) -> list[str]:
-    """Return the facts of `messages` worth keeping in memory: decisions, errors, references.
-
-    Deterministic and offline, like `structured_summary`; used by the memory flush that
-    runs before a range is compacted.
-    """
-    answered = {r.call_id for m in messages for r in m.tool_results}
-    notes = _Notes()
-    for message in messages:
-        _note_message(notes, message, answered)
-    return _unique([*notes.points, *_reference_lines(notes.refs)])

@@ -11,20 +11,18 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sessionary.compaction.policy import Eviction
+from sessionary.compaction.planner import EVICTED_KEY
+from sessionary.compaction.policy import DEFAULT_TRUNCATION_MARKER, Eviction
 from sessionary.errors import InvalidInput
 from sessionary.model import Message, Part, ToolCallPart, ToolResultPart
 from sessionary.tokens import json_text
 
 __all__ = ["EVICTED_KEY", "clip_arguments", "context_view", "evict_result", "read_range"]
 
-EVICTED_KEY = "evicted"
-"""Key in a previewed tool result's `extra` holding where the whole output is."""
-
 
 def evict_result(part: ToolResultPart, message_id: str, eviction: Eviction) -> ToolResultPart:
     """Return `part` as a head-and-tail preview if its output exceeds the threshold."""
-    if part.name in eviction.exclude:
+    if eviction.excludes(part.name):
         return part
     text = json_text(part.output)
     if len(text) <= eviction.threshold:
@@ -36,55 +34,72 @@ def evict_result(part: ToolResultPart, message_id: str, eviction: Eviction) -> T
         f'call read_tool_result with message_id="{message_id}", call_id="{part.call_id}", '
         f"start and end character offsets] …\n\n"
     )
-    marker = {"message_id": message_id, "call_id": part.call_id, "chars": len(text)}
+    marker = {
+        "message_id": message_id,
+        "call_id": part.call_id,
+        "chars": len(text),
+        "preview": eviction.preview,
+    }
     return replace(part, output=head + note + tail, extra={**part.extra, EVICTED_KEY: marker})
 
 
-def _clip_value(value: Any, limit: int) -> Any:
+def _clip(text: str, limit: int, marker: str) -> str:
+    return f"{text[:limit]}{marker.format(omitted=len(text) - limit)}"
+
+
+def _clip_value(value: Any, limit: int, marker: str) -> Any:
     if isinstance(value, str) and len(value) > limit:
-        return f"{value[:limit]}… [{len(value) - limit} characters clipped]"
+        return _clip(value, limit, marker)
     if isinstance(value, dict):
-        return {k: _clip_value(v, limit) for k, v in value.items()}
+        return {k: _clip_value(v, limit, marker) for k, v in value.items()}
     if isinstance(value, list):
-        return [_clip_value(v, limit) for v in value]
+        return [_clip_value(v, limit, marker) for v in value]
     return value
 
 
-def clip_arguments(part: ToolCallPart, max_chars: int) -> ToolCallPart:
+def clip_arguments(
+    part: ToolCallPart, max_chars: int, marker: str = DEFAULT_TRUNCATION_MARKER
+) -> ToolCallPart:
     """Return `part` with its long string arguments clipped, if its JSON exceeds `max_chars`.
 
-    Each string longer than a quarter of `max_chars` is cut to that length with a note;
-    keys, numbers and structure stay. Arguments still too long (many short strings) are
-    shown as their clipped JSON text.
+    Each string longer than a quarter of `max_chars` is cut to that length and ends with
+    `marker` (``{omitted}`` in it becomes the number of characters cut); keys, numbers
+    and structure stay. Arguments still too long (many short strings) are shown as their
+    clipped JSON text.
     """
     text = json_text(part.arguments)
     if len(text) <= max_chars:
         return part
-    clipped = _clip_value(part.arguments, max(8, max_chars // 4))
+    clipped = _clip_value(part.arguments, max(8, max_chars // 4), marker)
     if len(json_text(clipped)) > max_chars:
-        clipped = f"{text[:max_chars]}… [{len(text) - max_chars} characters clipped]"
+        clipped = _clip(text, max_chars, marker)
     return replace(part, arguments=clipped)
 
 
 def _view_part(
-    part: Part, message_id: str, eviction: Eviction | None, max_args: int | None
+    part: Part, message_id: str, eviction: Eviction | None, max_args: int | None, marker: str
 ) -> Part:
     if isinstance(part, ToolResultPart) and eviction is not None:
         return evict_result(part, message_id, eviction)
     if isinstance(part, ToolCallPart) and max_args is not None:
-        return clip_arguments(part, max_args)
+        return clip_arguments(part, max_args, marker)
     return part
 
 
 def context_view(
-    messages: Sequence[Message], eviction: Eviction | None, max_argument_chars: int | None
+    messages: Sequence[Message],
+    eviction: Eviction | None,
+    max_argument_chars: int | None,
+    marker: str = DEFAULT_TRUNCATION_MARKER,
 ) -> list[Message]:
     """Return `messages` as a model should see them (copies; the inputs are unchanged)."""
     if eviction is None and max_argument_chars is None:
         return list(messages)
     shown = []
     for message in messages:
-        parts = [_view_part(p, message.id, eviction, max_argument_chars) for p in message.parts]
+        parts = [
+            _view_part(p, message.id, eviction, max_argument_chars, marker) for p in message.parts
+        ]
         changed = any(a is not b for a, b in zip(parts, message.parts, strict=True))
         shown.append(replace(message, parts=parts) if changed else message)
     return shown

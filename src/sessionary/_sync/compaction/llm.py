@@ -1,15 +1,18 @@
 # This file was generated from src/sessionary/compaction/llm.py by tools/async_to_sync.py.
 # Do not edit it: edit the source and run `python tools/async_to_sync.py`.
-"""Summarizers that ask a model: OpenAI-compatible chat completions, and Anthropic messages.
+"""Summarizers and memory extractors that ask a model (OpenAI-compatible, or Anthropic).
 
-`OpenAISummarizer` uses the official `openai` SDK (`sessionary[openai]`) against any
-base URL, so local OpenAI-compatible servers work too; `AnthropicSummarizer` uses the
-official `anthropic` SDK (`sessionary[anthropic]`). Both send the prompt of
-`sessionary.compaction.summary.build_prompt` (the four sections, iterative when a previous
-summary exists) and map every SDK failure, timeouts included, to `SummarizerError`.
+`OpenAISummarizer` and `OpenAIExtractor` use the official `openai` SDK
+(`sessionary[openai]`) against any base URL, so local OpenAI-compatible servers work too;
+`AnthropicSummarizer` and `AnthropicExtractor` use the official `anthropic` SDK
+(`sessionary[anthropic]`). Summarizers send the prompt of
+`sessionary.compaction.summary.build_prompt` (the five sections, iterative when a previous
+summary exists); extractors send `sessionary.compaction.flush.build_flush_prompt` (the
+range's original messages and the memory block as it is, so the model leaves out what it
+holds). Both map every SDK failure, timeouts included, to `SummarizerError`.
 
-These classes are the source; `OpenAISummarizer` and `AnthropicSummarizer` are their
-generated synchronous twins.
+These classes are the source; `OpenAISummarizer`, `AnthropicSummarizer`,
+`OpenAIExtractor` and `AnthropicExtractor` are their generated synchronous twins.
 """
 
 from __future__ import annotations
@@ -17,10 +20,18 @@ from __future__ import annotations
 from typing import Any
 
 from sessionary._optional import require
+from sessionary.compaction.flush import FlushRequest, build_flush_prompt, parse_facts
 from sessionary.compaction.summary import SummaryRequest, build_prompt, check_summary
 from sessionary.errors import SummarizerError
 
-__all__ = ["AnthropicSummarizer", "OpenAISummarizer"]
+__all__ = [
+    "AnthropicExtractor",
+    "AnthropicSummarizer",
+    "OpenAIExtractor",
+    "OpenAISummarizer",
+]
+
+_FACT_TOKENS = 1024
 
 
 def _output_tokens(request: SummaryRequest) -> int:
@@ -28,8 +39,8 @@ def _output_tokens(request: SummaryRequest) -> int:
     return max(256, request.budget * 2)
 
 
-class _AsyncSDKSummarizer:
-    """What the provider summarizers share: an SDK client, its errors, one request each.
+class _SDKModel:
+    """What the provider classes share: an SDK client, its errors, one request each.
 
     Args:
         model: The model name the server knows.
@@ -47,6 +58,7 @@ class _AsyncSDKSummarizer:
     _client_class = ""
     _error_class = ""
     _label = ""
+    _role = ""
 
     def __init__(
         self,
@@ -58,25 +70,23 @@ class _AsyncSDKSummarizer:
         timeout: float = 60.0,
         max_retries: int = 2,
     ) -> None:
-        sdk = require(self._package, extra=self._package, what=f"the {self._label} summarizer")
+        sdk = require(self._package, extra=self._package, what=f"the {self._label} {self._role}")
         self.model = model
         self._errors: tuple[type[BaseException], ...] = (getattr(sdk, self._error_class),)
         self.client = client or getattr(sdk, self._client_class)(
             base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
         )
 
-    def summarize(self, request: SummaryRequest) -> str:
-        """Return the model's summary of `request`.
+    def _ask(self, system: str, user: str, max_tokens: int) -> str:
+        """Send one request; return the reply's text.
 
         Raises:
-            SummarizerError: If the request fails, times out, or returns no text.
+            SummarizerError: If the request fails or times out.
         """
-        system, user = build_prompt(request)
         try:
-            text = self._complete(system, user, _output_tokens(request))
+            return self._complete(system, user, max_tokens)
         except self._errors as exc:
-            raise SummarizerError(f"the {self._label} summarizer failed: {exc}") from exc
-        return check_summary(text)
+            raise SummarizerError(f"the {self._label} {self._role} failed: {exc}") from exc
 
     def _complete(self, system: str, user: str, max_tokens: int) -> str:
         """Send one request; return the text of the reply ("" if it has none)."""
@@ -86,17 +96,7 @@ class _AsyncSDKSummarizer:
         return f"{type(self).__name__}({self.model!r})"
 
 
-class OpenAISummarizer(_AsyncSDKSummarizer):
-    """Summarizes with an OpenAI-compatible chat-completions endpoint.
-
-    Args: `model`, then either `client` (an SDK client used as is) or `base_url` (default:
-    the SDK's, or `OPENAI_BASE_URL`), `api_key` (default: `OPENAI_API_KEY`), `timeout`
-    (seconds per request, 60) and `max_retries` (2).
-
-    Raises:
-        BackendNotInstalled: If the `openai` package is not installed.
-    """
-
+class _OpenAIModel(_SDKModel):
     _package = "openai"
     _client_class = "OpenAI"
     _error_class = "OpenAIError"
@@ -112,17 +112,7 @@ class OpenAISummarizer(_AsyncSDKSummarizer):
         return (choices[0].message.content if choices else None) or ""
 
 
-class AnthropicSummarizer(_AsyncSDKSummarizer):
-    """Summarizes with the Anthropic messages API.
-
-    Args: `model`, then either `client` (an SDK client used as is) or `base_url` (default:
-    the SDK's, or `ANTHROPIC_BASE_URL`), `api_key` (default: `ANTHROPIC_API_KEY`), `timeout`
-    (seconds per request, 60) and `max_retries` (2).
-
-    Raises:
-        BackendNotInstalled: If the `anthropic` package is not installed.
-    """
-
+class _AnthropicModel(_SDKModel):
     _package = "anthropic"
     _client_class = "Anthropic"
     _error_class = "AnthropicError"
@@ -137,3 +127,73 @@ class AnthropicSummarizer(_AsyncSDKSummarizer):
         )
         blocks = response.content or []
         return "".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", "") == "text")
+
+
+class _Summarizing(_SDKModel):
+    _role = "summarizer"
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """Return the model's summary of `request`.
+
+        Raises:
+            SummarizerError: If the request fails, times out, or returns no text.
+        """
+        system, user = build_prompt(request)
+        return check_summary(self._ask(system, user, _output_tokens(request)))
+
+
+class _Extracting(_SDKModel):
+    _role = "memory extractor"
+
+    def extract(self, request: FlushRequest) -> list[str]:
+        """Return the facts the model finds in `request`, one line each.
+
+        Raises:
+            SummarizerError: If the request fails or times out.
+        """
+        system, user = build_flush_prompt(request)
+        return parse_facts(self._ask(system, user, _FACT_TOKENS))
+
+
+class OpenAISummarizer(_Summarizing, _OpenAIModel):
+    """Summarizes with an OpenAI-compatible chat-completions endpoint.
+
+    Args: `model`, then either `client` (an SDK client used as is) or `base_url` (default:
+    the SDK's, or `OPENAI_BASE_URL`), `api_key` (default: `OPENAI_API_KEY`), `timeout`
+    (seconds per request, 60) and `max_retries` (2).
+
+    Raises:
+        BackendNotInstalled: If the `openai` package is not installed.
+    """
+
+
+class AnthropicSummarizer(_Summarizing, _AnthropicModel):
+    """Summarizes with the Anthropic messages API.
+
+    Args: `model`, then either `client` (an SDK client used as is) or `base_url` (default:
+    the SDK's, or `ANTHROPIC_BASE_URL`), `api_key` (default: `ANTHROPIC_API_KEY`), `timeout`
+    (seconds per request, 60) and `max_retries` (2).
+
+    Raises:
+        BackendNotInstalled: If the `anthropic` package is not installed.
+    """
+
+
+class OpenAIExtractor(_Extracting, _OpenAIModel):
+    """Extracts memory facts with an OpenAI-compatible chat-completions endpoint.
+
+    Arguments as `OpenAISummarizer`'s. Use it as ``MemoryFlush(extractor=...)``.
+
+    Raises:
+        BackendNotInstalled: If the `openai` package is not installed.
+    """
+
+
+class AnthropicExtractor(_Extracting, _AnthropicModel):
+    """Extracts memory facts with the Anthropic messages API.
+
+    Arguments as `AnthropicSummarizer`'s. Use it as ``MemoryFlush(extractor=...)``.
+
+    Raises:
+        BackendNotInstalled: If the `anthropic` package is not installed.
+    """

@@ -15,15 +15,30 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from sessionary._sync.providers import StoredBlock
 from sessionary._sync.stores.base import DOCUMENTS, Store
+from sessionary.compaction.flush import FlushRequest, add_facts, check_facts
+from sessionary.compaction.guard import (
+    GUARD_KEY,
+    GUARD_NAMESPACE,
+    Guard,
+    Measure,
+    cannot_text,
+    describe,
+    floor,
+    over_budget,
+    stalled_text,
+)
 from sessionary.compaction.overlays import (
     INDEX_KEY,
     INDEX_NAMESPACE,
     NAMESPACE,
+    SUMMARY_HEADER,
     Overlay,
     candidates,
     index_entry,
@@ -31,27 +46,79 @@ from sessionary.compaction.overlays import (
     overlay_to_body,
     synthetic_message,
 )
-from sessionary.compaction.planner import CompactionPlan, plan_compaction, summary_budget
-from sessionary.compaction.policy import CompactionPolicy
-from sessionary.compaction.summary import (
-    SummaryRequest,
-    check_summary,
-    durable_facts,
-    previous_text,
+from sessionary.compaction.planner import (
+    CompactionPlan,
+    is_synthetic,
+    plan_compaction,
+    summary_budget,
 )
+from sessionary.compaction.policy import CompactionPolicy
+from sessionary.compaction.summary import SummaryRequest, check_summary, previous_text
 from sessionary.compaction.view import context_view
-from sessionary.errors import SummarizerError, Unsupported, VersionConflict
+from sessionary.errors import (
+    BlockLimitExceeded,
+    CompactionStalled,
+    SummarizerError,
+    Unsupported,
+    VersionConflict,
+)
 from sessionary.ids import new_id
-from sessionary.model import Message
+from sessionary.model import Message, TextPart
 from sessionary.records import Scope
+from sessionary.tokens import PromptParts, count_context
 
-__all__ = ["Compactor"]
+if TYPE_CHECKING:
+    from sessionary.blocks import ContextBlock
+
+__all__ = ["BlockSource", "Compactor", "PromptSource", "delete_namespace"]
 
 log = logging.getLogger("sessionary.compaction")
 _RETRIES = 8
 
 
 _CACHED_OVERLAYS = 32
+_PAGE = 200
+
+
+def delete_namespace(store: Store, scope: Scope, session_id: str, namespace: str) -> int:
+    """Delete every session-level document of `namespace`; return how many there were."""
+    keys: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = store.list_documents(scope, "session", session_id, namespace, _PAGE, cursor)
+        keys.extend(doc.key for doc in page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    for key in keys:
+        store.delete_document(scope, "session", session_id, namespace, key)
+    return len(keys)
+
+
+class PromptSource(Protocol):
+    """Returns what a request holds beside the messages (the session reads its blocks)."""
+
+    def __call__(self) -> PromptParts:
+        """Return the system prompt, the blocks it comes from and the tool schemas."""
+        ...
+
+
+class BlockSource(Protocol):
+    """The session's blocks, where a memory flush writes when the label is one of them."""
+
+    count: Callable[[str], int]
+
+    def labels(self, *kinds: str) -> list[str]:
+        """Return the labels of the blocks (of the given kinds)."""
+        ...
+
+    def read(self, label: str, version: int | None = None) -> ContextBlock:
+        """Return a block as it is now."""
+        ...
+
+    def write(self, label: str, change: Callable[[str], str], author: str) -> ContextBlock:
+        """Write `change(current)` to a writable block within its limit."""
+        ...
 
 
 class Compactor:
@@ -62,15 +129,27 @@ class Compactor:
         scope: The session's scope.
         session_id: The session.
         policy: The compaction settings.
+        prompt: What the estimate counts beside the messages (default: nothing).
+        blocks: Returns the session's blocks, for the memory flush (default: none; the
+            flush then writes the stored block of its label).
     """
 
     def __init__(
-        self, store: Store, scope: Scope, session_id: str, policy: CompactionPolicy
+        self,
+        store: Store,
+        scope: Scope,
+        session_id: str,
+        policy: CompactionPolicy,
+        prompt: PromptSource | None = None,
+        blocks: Callable[[], BlockSource] | None = None,
     ) -> None:
         self.store = store
         self.scope = scope
         self.session_id = session_id
         self.policy = policy
+        self._prompt = prompt
+        self._blocks = blocks
+        self._told_unsupported = False
         # An overlay is written once under a fresh id and never changed, so a copy read
         # here stays right for every process; the index still decides which ones apply.
         self._overlays: dict[str, Overlay] = {}
@@ -162,15 +241,42 @@ class Compactor:
             return [*head, summary, *suffix[len(suffix) - need + 1 :]]
         return None
 
+    def _view(self, visible: list[Message]) -> list[Message]:
+        policy = self.policy
+        return context_view(
+            visible, policy.eviction, policy.max_argument_chars, policy.truncation_marker
+        )
+
     def context(self, leaf: str | None = None) -> list[Message]:
         """Return the visible history as a model should see it (eviction, clipping)."""
-        shown = self.visible(leaf)
-        return context_view(shown, self.policy.eviction, self.policy.max_argument_chars)
+        return self._view(self.visible(leaf))
 
     def estimate(self, leaf: str | None = None) -> int:
-        """Return the estimated prompt tokens: the context view plus `reserve_tokens`."""
-        shown = self.context(leaf)
-        return self.policy.reserve_tokens + self.policy.counter.count_prompt(shown)
+        """Return the estimated request tokens (see `measure`) of the branch at `leaf`."""
+        return self.measure(self.context(leaf))
+
+    def measure(self, shown: list[Message]) -> int:
+        """Return the estimated tokens of a request with the context view `shown`.
+
+        That is `reserve_tokens` plus the counter's count (`sessionary.tokens.count_context`)
+        of the messages, the session's system prompt, its blocks and its tools' schemas.
+        """
+        parts = self._prompt() if self._prompt is not None else PromptParts()
+        counted = count_context(
+            self.policy.counter, shown, system=parts.system, blocks=parts.blocks, tools=parts.tools
+        )
+        return self.policy.reserve_tokens + counted
+
+    def _size(self, shown: list[Message]) -> Measure:
+        # The prompt is read (and counted) only when a token budget needs it.
+        tokens = self.measure(shown) if self.policy.trigger_tokens is not None else 0
+        return Measure(tokens, len(shown))
+
+    def _tail_budget(self, shown: list[Message], tokens: int) -> int:
+        """The tail's token budget, given the estimate `tokens` of the context `shown`."""
+        counter = self.policy.counter
+        beside = tokens - sum(counter.count_message(m) for m in shown)
+        return self.policy.tail_budget(beside)
 
     def copy_to(self, target: Compactor, path: list[Message]) -> int:
         """Copy to `target` the overlays whose range lies on `path` (a fork); return how many.
@@ -202,6 +308,20 @@ class Compactor:
             copied += 1
         return copied
 
+    def clear(self) -> None:
+        """Delete every overlay of the session, its index and its guard (for `clear`).
+
+        The index goes first: an overlay left without its index entry never applies, so
+        an interrupted clear cannot show a summary over messages that replaced the old
+        ones under the same ids.
+        """
+        if not self._has_documents:
+            return
+        self._overlays.clear()
+        delete_namespace(self.store, self.scope, self.session_id, INDEX_NAMESPACE)
+        delete_namespace(self.store, self.scope, self.session_id, NAMESPACE)
+        delete_namespace(self.store, self.scope, self.session_id, GUARD_NAMESPACE)
+
     # ------------------------------------------------------------------ compacting
 
     def compact(
@@ -218,24 +338,36 @@ class Compactor:
 
         Raises:
             Unsupported: If the store has no documents.
-            SummarizerError: If the summarizer fails; nothing is stored.
+            SummarizerError: If the summarizer fails; nothing is stored. (A failing
+                memory flush is reported to the error hook and does not stop it.)
         """
         if not self._has_documents:
             raise Unsupported("compaction overlays need a store with documents")
+        visible = self.visible(leaf)
+        shown = self._view(visible)
+        if tail_tokens is None:
+            tokens = self.measure(shown) if self.policy.tail_tokens is None else 0
+            tail_tokens = self._tail_budget(shown, tokens)
+        plan = self._plan(shown, protect_head, tail_tokens)
+        return None if plan is None else self._apply(plan, visible)
+
+    def _plan(
+        self, shown: list[Message], protect_head: int | None, tail_tokens: int
+    ) -> CompactionPlan | None:
         policy = self.policy
-        head = policy.protect_head if protect_head is None else protect_head
-        shown = self.context(leaf)
-        plan = plan_compaction(
+        return plan_compaction(
             shown,
-            protect_head=head,
-            tail_tokens=policy.tail_tokens if tail_tokens is None else tail_tokens,
+            protect_head=policy.protect_head if protect_head is None else protect_head,
+            tail_tokens=tail_tokens,
             min_tail=policy.min_tail,
             counter=policy.counter,
+            max_tail=policy.tail_count(),
         )
-        if plan is None:
-            return None
-        if policy.memory_flush is not None:
-            self._flush(plan)
+
+    def _apply(self, plan: CompactionPlan, visible: list[Message]) -> Overlay:
+        """Flush (if on), summarize and store the overlay `plan` describes."""
+        if self.policy.memory_flush is not None:
+            self._flush(plan, visible)
         summary = self._summarize(plan)
         overlay = self._make_overlay(plan, summary)
         self.store.put_document(
@@ -267,15 +399,7 @@ class Compactor:
             ),
             policy.counter,
         )
-        try:
-            result = policy.summarizer.summarize(request)
-            if inspect.isawaitable(result):
-                result = result
-        except SummarizerError:
-            raise
-        except Exception as exc:
-            raise SummarizerError(f"the summarizer failed: {exc!r}") from exc
-        return check_summary(result)
+        return check_summary(self._ask(policy.summarizer.summarize, request, "summarizer"))
 
     def _make_overlay(self, plan: CompactionPlan, summary: str) -> Overlay:
         first = self.store.get_path_length(self.scope, self.session_id, plan.first_id)
@@ -317,57 +441,152 @@ class Compactor:
                 continue
         raise VersionConflict("the overlay index kept changing; the overlay is stored unindexed")
 
-    def _flush(self, plan: CompactionPlan) -> None:
+    def _flush(self, plan: CompactionPlan, visible: list[Message]) -> None:
+        """Append the range's durable facts to the memory block; report, never raise."""
+        try:
+            self._flush_facts(plan, visible)
+        except Exception as exc:
+            self.report(exc)
+
+    def _flush_facts(self, plan: CompactionPlan, visible: list[Message]) -> None:
         flush = self.policy.memory_flush
         assert flush is not None
-        facts = durable_facts(plan.messages)
-        if not facts:
+        # The originals, not the context view: previews and clipped arguments are not facts.
+        originals = tuple(m for m in visible[plan.start : plan.end] if not is_synthetic(m))
+        source = self._blocks() if self._blocks is not None else None
+        stored = StoredBlock(self.store, self.scope, flush.level, self.session_id, flush.label)
+        limit: int | None = None
+        if source is not None and flush.label in source.labels():
+            block = source.read(flush.label)
+            existing, limit = block.content, block.limit
+        else:
+            source, existing = None, stored.get() or ""
+        request = FlushRequest(originals, existing)
+        facts = check_facts(self._ask(flush.extractor.extract, request, "memory extractor"))
+        count = source.count if source is not None else None
+        if add_facts(existing, facts, limit=limit, count=count)[0] == existing:
             return
-        owner = self.session_id if flush.level == "session" else None
-        note = "\n".join(f"- {fact}" for fact in facts)
-        for _ in range(_RETRIES):
-            doc = self.store.get_document(
-                self.scope, flush.level, owner, "block", flush.label, None
+        left: list[str] = []
+
+        def change(current: str) -> str:
+            content, missed = add_facts(current, facts, limit=limit, count=count)
+            left[:] = missed
+            return content
+
+        if source is not None:
+            source.write(flush.label, change, "compaction")
+        else:
+            stored.update(change, "compaction")
+        if left:
+            raise BlockLimitExceeded(
+                f"the memory flush left out {len(left)} facts that did not fit block "
+                f"{flush.label!r}'s limit of {limit} tokens"
             )
-            old = str(doc.body.get("content") or "") if doc is not None else ""
-            content = f"{old}\n{note}" if old else note
-            try:
-                self.store.put_document(
-                    self.scope,
-                    flush.level,
-                    owner,
-                    "block",
-                    flush.label,
-                    {"content": content},
-                    content,
-                    "compaction",
-                    doc.version if doc is not None else 0,
-                )
-                return
-            except VersionConflict:
-                continue
-        raise VersionConflict(f"the memory block {flush.label!r} kept changing")
+
+    def _ask(self, method: Callable[[Any], Any], request: object, what: str) -> object:
+        """Call a summarizer's or extractor's method; any failure is a SummarizerError."""
+        try:
+            result = method(request)
+            if inspect.isawaitable(result):
+                result = result
+        except SummarizerError:
+            raise
+        except Exception as exc:
+            raise SummarizerError(f"the {what} failed: {exc!r}") from exc
+        return result
 
     # ------------------------------------------------------------------ automatic
 
     def after_append(self) -> Overlay | None:
-        """Compact if the estimate passes the trigger; never raise (errors go to the hook)."""
-        trigger = self.policy.trigger_tokens
-        if trigger is None:
+        """Compact if the context is over budget and the guard allows; never raise.
+
+        See `sessionary.compaction.guard` for when it holds off. Errors (and the
+        `CompactionStalled` warning) go to the policy's error hook.
+        """
+        policy = self.policy
+        if policy.trigger_tokens is None and policy.trigger_messages is None:
+            return None
+        if not self._has_documents:
+            if not self._told_unsupported:
+                self._told_unsupported = True
+                self.report(Unsupported("automatic compaction needs a store with documents"))
             return None
         try:
-            if self.estimate() <= trigger:
-                return None
-            return self.compact()
+            return self._auto()
         except Exception as exc:
             self.report(exc)
             return None
+
+    def _auto(self) -> Overlay | None:
+        visible = self.visible()
+        shown = self._view(visible)
+        now = self._size(shown)
+        if not over_budget(self.policy, now):
+            return None
+        guard = self._guard()
+        ids = [m.id for m in shown]
+        if guard is not None and guard.holds(self.policy, now, ids):
+            return None
+        prior = guard if guard is not None and guard.speaks_for(self.policy, now, ids) else None
+        plan = self._plan(shown, None, self._tail_budget(shown, now.tokens))
+        empty = Message(role=self.policy.summary_role, parts=[TextPart(SUMMARY_HEADER)])
+        least = None if plan is None else floor(plan, now, self.policy.counter.count_message(empty))
+        if plan is None or least is None or over_budget(self.policy, least):
+            self._hold(shown, now, cannot_text(least), prior, stalled=True)
+            return None
+        try:
+            overlay = self._apply(plan, visible)
+        except Exception:
+            self._hold(shown, now, "the last automatic compaction failed", prior)
+            raise
+        after_view = [*shown[: plan.start], synthetic_message(overlay), *shown[plan.end :]]
+        after = self._size(after_view)
+        if over_budget(self.policy, after):
+            reason = f"a compaction left {describe(after)}, still over budget"
+            self._hold(after_view, after, reason, prior, stalled=True)
+        elif guard is not None:
+            self._delete_guard()
+        return overlay
+
+    def _guard(self) -> Guard | None:
+        doc = self.store.get_document(
+            self.scope, "session", self.session_id, GUARD_NAMESPACE, GUARD_KEY, None
+        )
+        return None if doc is None else Guard.from_body(doc.body)
+
+    def _hold(
+        self,
+        shown: list[Message],
+        now: Measure,
+        reason: str,
+        prior: Guard | None,
+        *,
+        stalled: bool = False,
+    ) -> None:
+        """Disarm automatic compaction at `now`; warn if it newly stalled."""
+        warned = prior is not None and prior.warned
+        if stalled and not warned:
+            warned = True
+            self.report(CompactionStalled(stalled_text(self.policy, self.session_id, now, reason)))
+        guard = Guard(shown[-1].id if shown else None, now, reason, warned)
+        self.store.put_document(
+            self.scope, "session", self.session_id, GUARD_NAMESPACE, GUARD_KEY,
+            guard.to_body(), "", "compaction", None,
+        )  # fmt: skip
+
+    def _delete_guard(self) -> None:
+        self.store.delete_document(
+            self.scope, "session", self.session_id, GUARD_NAMESPACE, GUARD_KEY
+        )
 
     def report(self, error: BaseException) -> None:
         """Hand `error` to the policy's error hook (or log it); never raise."""
         hook = self.policy.on_error
         if hook is None:
-            log.warning("automatic compaction failed: %r", error)
+            if isinstance(error, CompactionStalled):
+                log.warning("%s", error)
+            else:
+                log.warning("automatic compaction failed: %r", error)
             return
         try:
             hook(error)

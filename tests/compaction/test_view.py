@@ -1,0 +1,70 @@
+"""The context view: which tool results are evicted, and how clipped arguments end (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessionary import CompactionPolicy, Eviction, Message, ToolCallPart
+from sessionary.compaction.policy import DEFAULT_EVICTION_EXCLUDE
+from sessionary.compaction.view import EVICTED_KEY, clip_arguments, context_view
+from sessionary.errors import InvalidInput
+from sessionary.model import ToolResultPart
+
+BIG = "x" * 500
+
+
+def evicted(eviction: Eviction, tool: str) -> bool:
+    shown = context_view([Message.tool("c1", BIG, name=tool, id="t1")], eviction, None)
+    return EVICTED_KEY in shown[0].tool_results[0].extra
+
+
+def test_the_default_exclusions_follow_the_harness_seed() -> None:
+    eviction = Eviction(threshold=100, preview=10)
+    assert eviction.exclude == DEFAULT_EVICTION_EXCLUDE
+    kept = (
+        "read_file write_file edit_file grep_files glob_files list_files memory_search "
+        "memory_get session_search load_context search_context session_history "
+        "read_tool_result"
+    )
+    for tool in kept.split():
+        assert not evicted(eviction, tool), tool
+    for tool in ("execute", "shell", "http_get", "memory", "read_files"):
+        assert evicted(eviction, tool), tool
+
+
+def test_custom_exclusions_take_patterns_and_never_evict_the_reader() -> None:
+    eviction = Eviction(threshold=100, preview=10, exclude=["cat", "db_*"])  # type: ignore[arg-type]
+    assert eviction.exclude == frozenset({"cat", "db_*"})
+    assert not evicted(eviction, "cat") and not evicted(eviction, "db_query")
+    assert not evicted(eviction, "read_tool_result")  # reading back must never evict again
+    assert evicted(eviction, "read_file")
+    nameless = context_view([Message(role="tool", parts=[ToolResultPart("c", BIG)])], eviction, 0)
+    assert EVICTED_KEY in nameless[0].tool_results[0].extra
+    for bad in ("read_file", [""], [3]):
+        with pytest.raises(InvalidInput, match="exclude"):
+            Eviction(exclude=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="threshold"):
+        Eviction(threshold=0)
+
+
+def test_the_truncation_marker_is_configurable() -> None:
+    call = ToolCallPart(id="c1", name="write_file", arguments={"path": "a.py", "body": "y" * 400})
+    default = clip_arguments(call, 100).arguments
+    assert default["path"] == "a.py"
+    assert default["body"] == "y" * 25 + "… [375 characters clipped]"
+    seed_style = clip_arguments(call, 100, "... [truncated] ...").arguments
+    assert seed_style["body"] == "y" * 25 + "... [truncated] ..."
+    many = ToolCallPart(id="c2", name="f", arguments={str(i): i for i in range(40)})
+    whole = clip_arguments(many, 32, " <cut {omitted}>").arguments
+    assert isinstance(whole, str) and whole.endswith(" <cut 269>") and whole.startswith('{"0"')
+    policy = CompactionPolicy(max_argument_chars=100, truncation_marker="[+{omitted}]")
+    shown = context_view(
+        [Message.assistant(tool_calls=[call])],
+        None,
+        policy.max_argument_chars,
+        policy.truncation_marker,
+    )
+    assert shown[0].tool_calls[0].arguments["body"].endswith("[+375]")
+    for bad in ("{n}", "{}", "{omitted", 3):
+        with pytest.raises(InvalidInput, match="truncation_marker"):
+            CompactionPolicy(truncation_marker=bad)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ EXPECTED = {
     "BackendNotInstalled", "CompactionStalled", "Conflict", "DataPart", "FilePart",
     "HeadConflict", "InvalidId",
     "InvalidInput", "InvalidMessage", "InvalidPatch", "InvalidQuery", "InvalidURL",
-    "LossyConversion", "Message",
+    "LossyConversion", "Message", "MessageHasChildren",
     "MessageNotFound", "NotFound", "Page", "Part", "PayloadTooLarge", "ReasoningPart",
     "SchemaError", "Scope", "SearchHit", "Session", "SessionInfo", "SessionManager",
     "SessionNotFound", "SessionaryError", "State", "Store", "StoreError", "StoreUnavailable",

@@ -55,6 +55,7 @@ from sessionary.stores import _sql_common as shared
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
+    check_delete,
     check_label,
     check_limit,
     check_session_fields,
@@ -62,6 +63,7 @@ from sessionary.stores._common import (
     encode_json,
     prepare_messages,
     scopes_from_rows,
+    surviving_ancestor,
 )
 from sessionary.stores._rows import (
     FOREVER,
@@ -456,13 +458,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
             if root is None:
                 raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
             doomed = [r[0] for r in await tx.fetchall(shared.SUBTREE_SQL, (pk, message_id, pk))]
-            for start in range(0, len(doomed), CHUNK):
-                chunk = doomed[start : start + CHUNK]
-                await tx.execute(
-                    "DELETE FROM messages WHERE session_pk = %s "
-                    f"AND id IN ({', '.join(['%s'] * len(chunk))})",
-                    (pk, *chunk),
-                )
+            await self._delete_rows(tx, pk, doomed)
             if head_id in doomed:
                 await self._set_head_row(tx, pk, root[0], root[1] - 1)
             await tx.execute(
@@ -471,6 +467,51 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
                 (len(doomed), now_us(), pk),
             )
             return doomed
+
+    async def delete_messages(
+        self, scope: Scope, session_id: str, message_ids: Sequence[str]
+    ) -> list[str]:
+        async with self._begin() as tx:
+            pk, head_id, _ = await self._lock(tx, scope, session_id)
+            parents: dict[str, str | None] = {}
+            children: list[tuple[str, str]] = []
+            for start in range(0, len(message_ids), CHUNK):
+                chunk = message_ids[start : start + CHUNK]
+                marks = ", ".join(["%s"] * len(chunk))
+                for row in await tx.fetchall(
+                    f"SELECT id, parent_id FROM messages WHERE session_pk = %s AND id IN ({marks})",
+                    (pk, *chunk),
+                ):
+                    parents[row[0]] = row[1]
+                children += await tx.fetchall(
+                    "SELECT parent_id, id FROM messages WHERE session_pk = %s "
+                    f"AND parent_id IN ({marks})",
+                    (pk, *chunk),
+                )
+            check_delete(session_id, message_ids, parents, children)
+            await self._delete_rows(tx, pk, message_ids)
+            if head_id in parents:
+                kept = surviving_ancestor(head_id, parents)
+                depth = await tx.fetchone(
+                    "SELECT depth FROM messages WHERE session_pk = %s AND id = %s", (pk, kept)
+                )
+                await self._set_head_row(tx, pk, kept, -1 if depth is None else int(depth[0]))
+            if message_ids:
+                await tx.execute(
+                    "UPDATE sessions SET message_count = message_count - %s, updated_us = %s "
+                    "WHERE pk = %s",
+                    (len(message_ids), now_us(), pk),
+                )
+            return list(message_ids)
+
+    async def _delete_rows(self, tx: AsyncTransaction, pk: int, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            await tx.execute(
+                "DELETE FROM messages WHERE session_pk = %s "
+                f"AND id IN ({', '.join(['%s'] * len(chunk))})",
+                (pk, *chunk),
+            )
 
     async def clear_messages(self, scope: Scope, session_id: str) -> int:
         async with self._begin() as tx:

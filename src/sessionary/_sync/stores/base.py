@@ -89,6 +89,18 @@ class Store(Protocol):
         """Delete a message and its descendants; return the deleted ids."""
         ...
 
+    def delete_messages(
+        self, scope: Scope, session_id: str, message_ids: Sequence[str]
+    ) -> list[str]:
+        """Delete exactly these messages (distinct ids), atomically; return their ids.
+
+        Every child of each must be among them, so no message is left without its parent:
+        otherwise raise `MessageHasChildren`; an id not in the session raises
+        `MessageNotFound`; either way nothing is deleted. A head among them moves to its
+        nearest ancestor that stays (none: the session's head becomes None).
+        """
+        ...
+
     def clear_messages(self, scope: Scope, session_id: str) -> int:
         """Delete every message of a session; return how many."""
         ...

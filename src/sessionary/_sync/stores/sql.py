@@ -61,6 +61,7 @@ from sessionary.stores import _sql_common as shared
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
+    check_delete,
     check_label,
     check_limit,
     check_session_fields,
@@ -68,6 +69,7 @@ from sessionary.stores._common import (
     encode_json,
     prepare_messages,
     scopes_from_rows,
+    surviving_ancestor,
 )
 from sessionary.stores._rows import (
     FOREVER,
@@ -452,13 +454,7 @@ class SQLStore(SQLState, SQLDocuments):
             if root is None:
                 raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
             doomed = [r[0] for r in tx.fetchall(shared.SUBTREE_SQL, (pk, message_id, pk))]
-            for start in range(0, len(doomed), CHUNK):
-                chunk = doomed[start : start + CHUNK]
-                tx.execute(
-                    "DELETE FROM messages WHERE session_pk = %s "
-                    f"AND id IN ({', '.join(['%s'] * len(chunk))})",
-                    (pk, *chunk),
-                )
+            self._delete_rows(tx, pk, doomed)
             if head_id in doomed:
                 self._set_head_row(tx, pk, root[0], root[1] - 1)
             tx.execute(
@@ -467,6 +463,51 @@ class SQLStore(SQLState, SQLDocuments):
                 (len(doomed), now_us(), pk),
             )
             return doomed
+
+    def delete_messages(
+        self, scope: Scope, session_id: str, message_ids: Sequence[str]
+    ) -> list[str]:
+        with self._begin() as tx:
+            pk, head_id, _ = self._lock(tx, scope, session_id)
+            parents: dict[str, str | None] = {}
+            children: list[tuple[str, str]] = []
+            for start in range(0, len(message_ids), CHUNK):
+                chunk = message_ids[start : start + CHUNK]
+                marks = ", ".join(["%s"] * len(chunk))
+                for row in tx.fetchall(
+                    f"SELECT id, parent_id FROM messages WHERE session_pk = %s AND id IN ({marks})",
+                    (pk, *chunk),
+                ):
+                    parents[row[0]] = row[1]
+                children += tx.fetchall(
+                    "SELECT parent_id, id FROM messages WHERE session_pk = %s "
+                    f"AND parent_id IN ({marks})",
+                    (pk, *chunk),
+                )
+            check_delete(session_id, message_ids, parents, children)
+            self._delete_rows(tx, pk, message_ids)
+            if head_id in parents:
+                kept = surviving_ancestor(head_id, parents)
+                depth = tx.fetchone(
+                    "SELECT depth FROM messages WHERE session_pk = %s AND id = %s", (pk, kept)
+                )
+                self._set_head_row(tx, pk, kept, -1 if depth is None else int(depth[0]))
+            if message_ids:
+                tx.execute(
+                    "UPDATE sessions SET message_count = message_count - %s, updated_us = %s "
+                    "WHERE pk = %s",
+                    (len(message_ids), now_us(), pk),
+                )
+            return list(message_ids)
+
+    def _delete_rows(self, tx: Transaction, pk: int, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            tx.execute(
+                "DELETE FROM messages WHERE session_pk = %s "
+                f"AND id IN ({', '.join(['%s'] * len(chunk))})",
+                (pk, *chunk),
+            )
 
     def clear_messages(self, scope: Scope, session_id: str) -> int:
         with self._begin() as tx:

@@ -41,7 +41,7 @@ EXPECTED = {
     "StoredSkills", "ToolResult", "ToolSpec", "WritableContextProvider", "export_tools",
     "CompactionPolicy", "Eviction", "HeuristicCounter", "MemoryFlush", "Overlay",
     "StructuredSummarizer", "SummarizerError", "SummaryRequest", "TokenCounter",
-    "call_with_recovery", "AsyncTurn", "Turn",
+    "call_with_recovery", "AsyncTurn", "Turn", "WorkingContext", "build_working_context",
 }  # fmt: skip
 
 

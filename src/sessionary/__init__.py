@@ -104,6 +104,7 @@ from sessionary.stores.registry import open_async_store
 from sessionary.tokens import HeuristicCounter, TokenCounter
 from sessionary.toolspec import ToolResult, ToolSpec, export_tools
 from sessionary.turn import AsyncTurn
+from sessionary.working import WorkingContext, build_working_context
 
 __version__ = "0.1.0"
 
@@ -182,6 +183,7 @@ __all__ = [
     "ToolSpec",
     "Unsupported",
     "VersionConflict",
+    "WorkingContext",
     "WritableContextProvider",
     "CompactionPolicy",
     "Eviction",
@@ -195,6 +197,7 @@ __all__ = [
     "Turn",
     "call_with_recovery",
     "__version__",
+    "build_working_context",
     "export_tools",
     "new_id",
     "open_async_store",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sessionary import InvalidInput, InvalidMessage, Message, ToolSpec
-from sessionary.formats import from_events, from_workers_ai_response, to_events
+from sessionary.formats import event_to_message, from_workers_ai_response, to_events
 from sessionary.working import DEFAULT_LIMIT, WorkingContext, build_working_context
 
 
@@ -71,8 +71,7 @@ def test_a_mapper_may_drop_events() -> None:
     def only_conversation(raw: Mapping[str, Any]) -> Message | None:
         if raw["action"] in ("compaction", "heartbeat"):
             return None
-        (message,) = from_events([raw])
-        return message
+        return event_to_message(raw)
 
     ctx = build_working_context(events, to_message=only_conversation)
     assert [m.id for m in ctx.history] == ["e0", "e1", "e2", "e3", "e6"]

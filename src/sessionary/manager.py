@@ -414,6 +414,7 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
             Unsupported: If the store has no full-text search.
         """
         parsed = parse_query(query)
+        check_limit(limit)
         if session_id is not None:
             check_id(session_id, "session id")
         return await self.store.search(self.scope, parsed, limit, session_id, check_role(role))

@@ -462,6 +462,7 @@ class AsyncSession(AsyncContextMixin):
             Unsupported: If the store has no full-text search.
         """
         parsed = parse_query(query)
+        check_limit(limit)
         return await self._store.search(self._scope, parsed, limit, self._id, check_role(role))
 
     # ------------------------------------------------------------------ state

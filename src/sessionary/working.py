@@ -150,7 +150,9 @@ def build_working_context(
         limit: Keep at most this many of the latest messages (None: all), widened back
             so that no tool result is shown without its call, as `Session.history` does.
         to_message: Turns one event into a message, or None to leave it out (e.g. a
-            compaction marker, or events of another kind). Default: the event-log reader.
+            compaction marker, or events of another kind); it may return the message's
+            JSON shape. Default: the event-log reader, `from_events` over the whole list
+            (`sessionary.formats.event_to_message` reads one event the same way).
         tools: The tools on offer.
 
     Raises:

@@ -406,6 +406,7 @@ class SessionManager(HistoryToolsMixin):
             Unsupported: If the store has no full-text search.
         """
         parsed = parse_query(query)
+        check_limit(limit)
         if session_id is not None:
             check_id(session_id, "session id")
         return self.store.search(self.scope, parsed, limit, session_id, check_role(role))

@@ -454,6 +454,7 @@ class Session(ContextMixin):
             Unsupported: If the store has no full-text search.
         """
         parsed = parse_query(query)
+        check_limit(limit)
         return self._store.search(self._scope, parsed, limit, self._id, check_role(role))
 
     # ------------------------------------------------------------------ state

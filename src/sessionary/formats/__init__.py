@@ -16,7 +16,7 @@ they accept plain dicts and, when reading, the SDKs' pydantic objects.
 from sessionary.formats._shared import Conversion, Loss
 from sessionary.formats.ai_sdk import from_ai_sdk, to_ai_sdk
 from sessionary.formats.anthropic import AnthropicPrompt, from_anthropic, to_anthropic
-from sessionary.formats.events import from_events, to_events
+from sessionary.formats.events import event_to_message, from_events, to_events
 from sessionary.formats.gemini import GeminiPrompt, from_gemini, to_gemini
 from sessionary.formats.openai_chat import from_openai_chat, to_openai_chat
 from sessionary.formats.openai_responses import from_openai_responses, to_openai_responses
@@ -27,6 +27,7 @@ __all__ = [
     "Conversion",
     "GeminiPrompt",
     "Loss",
+    "event_to_message",
     "from_ai_sdk",
     "from_anthropic",
     "from_events",

@@ -12,7 +12,9 @@
 SQLite options go in the query string: `durability=full|normal`, `busy_timeout=SECONDS`,
 `max_message_bytes=N`. Server options: `pool_size=N` (most connections, default 10),
 `connect_timeout=SECONDS`, `max_message_bytes=N`, and for PostgreSQL `schema=NAME` (created
-if missing). Redis options: `namespace=NAME` (the first part of every key, default
+if missing). SQLite and both servers take `migrate=false`: check the schema's version
+instead of creating or upgrading it (`SchemaError` if it is missing or old).
+Redis options: `namespace=NAME` (the first part of every key, default
 `sessionary`), `snapshot_frequency=N` (default 25; 0 never rolls up), `max_messages=N`,
 `ttl=SECONDS`, `max_message_bytes=N`, `connect_timeout=SECONDS`. `sessionary.stores.urls`
 parses URLs without opening anything.
@@ -62,8 +64,8 @@ def open_async_store(url: str) -> AsyncStore:
 def _open_server(parsed: StoreURL) -> AsyncStore:
     """Open a PostgreSQL or MySQL store; its driver is imported here, not before."""
     options: dict[str, Any] = dict(parsed.options)
-    limit = options.pop("max_message_bytes", None)
-    sizes = {} if limit is None else {"max_message_bytes": limit}
+    # The store's own options; the rest are the driver's.
+    sizes = {k: options.pop(k) for k in ("max_message_bytes", "migrate") if k in options}
     if parsed.scheme == "postgresql":
         require("psycopg", "psycopg_pool", extra="postgres", what="the postgresql backend")
         from sessionary.stores._postgres_sql import PostgresDialect

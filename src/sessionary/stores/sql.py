@@ -17,7 +17,11 @@ single statements wherever consistency depends on it (a path), so they never mix
 moments under READ COMMITTED.
 
 The schema is migrated on first use, in one transaction under a lock where the server
-allows (see each dialect), and recorded in `sessionary_migrations`.
+allows (see each dialect), and recorded in `sessionary_migrations`. With `migrate=False`
+(the URL's `migrate=false`) nothing is created or changed: the first use only checks
+that the schema is there at this code's version, so a database role with no right to
+create tables can run the store once the schema was applied by hand
+(`sessionary schema --print`).
 """
 
 from __future__ import annotations
@@ -112,6 +116,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         driver: The connection pool (e.g. `AsyncPostgresDriver`).
         dialect: The server's SQL (e.g. `PostgresDialect`).
         max_message_bytes: The largest encoded message (and state or document) accepted.
+        migrate: Create or upgrade the schema on first use; False only checks its version.
     """
 
     capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
@@ -122,10 +127,12 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         dialect: Dialect,
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        migrate: bool = True,
     ) -> None:
         self.max_message_bytes = max_message_bytes
         self._driver = driver
         self._dialect = dialect
+        self._setup = self._migrate if migrate else self._check_schema
         self._ready = False
         self._unindexed = _INDEX_EVERY
         """Messages appended since this store last caught the search index up. It starts
@@ -151,7 +158,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
     @asynccontextmanager
     async def _begin(self, batched: bool = False) -> AsyncIterator[AsyncTransaction]:
         if not self._ready:
-            await self._driver.start(self._migrate)
+            await self._driver.start(self._setup)
             self._ready = True
         async with self._driver.transaction(batched) as tx:
             yield tx
@@ -184,6 +191,32 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         finally:
             for statement in dialect.migration_unlock():
                 await tx.execute(statement)
+
+    async def _check_schema(self, tx: AsyncTransaction) -> None:
+        """Refuse, changing nothing, a schema that is missing or not at this code's version."""
+        dialect = self._dialect
+        found = await tx.fetchone(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+            f"{dialect.current_schema} AND table_name = 'sessionary_migrations'"
+        )
+        latest = dialect.migrations[-1][0]
+        current = 0
+        if found is not None and found[0]:
+            row = await tx.fetchone("SELECT coalesce(max(version), 0) FROM sessionary_migrations")
+            current = row[0] if row is not None else 0
+        if current == latest:
+            return
+        hint = (
+            "migrate=false leaves the schema alone: apply `sessionary schema --print` with a "
+            "role that may create tables, or open it once without migrate=false"
+        )
+        if current > latest:
+            hint = "upgrade sessionary"
+        state = f"is at version {current}" if current else "has no sessionary tables"
+        raise SchemaError(
+            f"the {dialect.name} schema {state}, and this sessionary needs version {latest}; "
+            + hint
+        )
 
     # ------------------------------------------------------------------ sessions
 
@@ -349,7 +382,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         if not dialect.appends_alone:
             return None
         if not self._ready:
-            await self._driver.start(self._migrate)
+            await self._driver.start(self._setup)
             self._ready = True
         key = (scope.tenant, scope.user, session_id)
         seen = self._heads.get(key)

@@ -111,6 +111,7 @@ class SQLiteEngine(SQLiteDocuments):
         busy_timeout: float = 30.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         readonly: bool = False,
+        migrate: bool = True,
     ) -> None:
         """Open (creating and migrating if needed) the file at `path`; see `SQLiteBase`."""
         super().__init__(
@@ -119,6 +120,7 @@ class SQLiteEngine(SQLiteDocuments):
             busy_timeout=busy_timeout,
             max_message_bytes=max_message_bytes,
             readonly=readonly,
+            migrate=migrate,
         )
         # The heads this engine last committed, by (tenant, user, session id): a hint that
         # saves a read per append, checked by the statement that relies on it.

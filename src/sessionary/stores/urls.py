@@ -2,12 +2,15 @@
 
 Server URLs keep everything but their query string as the location (credentials, host,
 port, database); the query string holds sessionary's options, and an unknown option is
-an error rather than something silently passed on.
+an error rather than something silently passed on. `migrate=false` (SQLite, PostgreSQL,
+MySQL) opens without creating or upgrading the schema, only checking its version, for a
+database role without schema rights (`sessionary schema --print` gives the DDL).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
@@ -22,10 +25,31 @@ _SERVERS = {
     "mysql": "mysql",
     "mariadb": "mysql",
 }
-_POOL: dict[str, type] = {"pool_size": int, "connect_timeout": float, "max_message_bytes": int}
-_OPTIONS: dict[str, dict[str, type]] = {
+
+
+def boolean(text: str) -> bool:
+    """Read an option's `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`)."""
+    value = {"true": True, "1": True, "yes": True, "on": True}.get(text.lower())
+    value = {"false": False, "0": False, "no": False, "off": False}.get(text.lower(), value)
+    if value is None:
+        raise ValueError(text)
+    return value
+
+
+_POOL: dict[str, Callable[[str], object]] = {
+    "pool_size": int,
+    "connect_timeout": float,
+    "max_message_bytes": int,
+    "migrate": boolean,
+}
+_OPTIONS: dict[str, dict[str, Callable[[str], object]]] = {
     "memory": {"max_message_bytes": int},
-    "sqlite": {"durability": str, "busy_timeout": float, "max_message_bytes": int},
+    "sqlite": {
+        "durability": str,
+        "busy_timeout": float,
+        "max_message_bytes": int,
+        "migrate": boolean,
+    },
     "postgresql": {**_POOL, "schema": str},
     "mysql": _POOL,
     "redis": {
@@ -67,9 +91,8 @@ def _options(scheme: str, query: str) -> dict[str, object]:
         try:
             options[key] = kind(value)
         except ValueError:
-            raise InvalidURL(
-                f"store option {key}={value!r} is not a valid {kind.__name__}"
-            ) from None
+            name = getattr(kind, "__name__", "value")
+            raise InvalidURL(f"store option {key}={value!r} is not a valid {name}") from None
     return options
 
 

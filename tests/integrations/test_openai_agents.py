@@ -33,13 +33,21 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
-import threading
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from agents import Agent, RunConfig, Runner, SessionSettings, TResponseInputItem, function_tool
+from _loop_threads import THREADS, in_threads
+from agents import (
+    Agent,
+    RunConfig,
+    Runner,
+    SessionSettings,
+    TResponseInputItem,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents.memory.session import Session as AgentsSession
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
@@ -90,6 +98,14 @@ def last_input(model: ScriptedModel) -> list[TResponseInputItem]:
     call = model.last_call
     assert call is not None
     return list(call.input)
+
+
+@pytest.fixture(autouse=True)
+def _no_tracing() -> Iterator[None]:
+    """No traces: they would be exported (and fail to be) when the test run ends."""
+    set_tracing_disabled(True)
+    yield
+    set_tracing_disabled(False)
 
 
 @pytest.fixture
@@ -601,30 +617,6 @@ async def test_any_json_the_sdk_would_store_comes_back(session: SessionarySessio
 
 
 # ---------------------------------------------------------------- any loop, any thread
-
-THREADS = 5
-HANG_BOUND = 120  # seconds: a bound on a hang on a loaded machine, never a timing
-
-
-def in_threads(work: Callable[[int], Any]) -> list[Any]:
-    """Run `work(i)` in THREADS threads started together; return each result or error."""
-    barrier = threading.Barrier(THREADS)
-    results: list[Any] = [None] * THREADS
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            results[i] = work(i)
-        except BaseException as exc:  # reported by the test, not lost in the thread
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(HANG_BOUND)
-    assert not any(t.is_alive() for t in threads), "a thread hung"
-    return results
 
 
 @pytest.mark.usefixtures("sync_loop")

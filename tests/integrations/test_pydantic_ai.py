@@ -15,11 +15,11 @@ import asyncio
 import contextlib
 import importlib
 import sys
-import threading
 import warnings
 from pathlib import Path
 
 import pytest
+from _loop_threads import in_threads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_ai import Agent, CallDeferred, DeferredToolRequests, DeferredToolResults, ModelRetry
@@ -451,7 +451,6 @@ def test_an_async_history_serves_loop_after_loop(store_url: str) -> None:
 def test_histories_from_threads_each_with_its_own_loop(store_url: str) -> None:
     manager = sessionary.AsyncSessionManager(store_url)
     agent = Agent(TestModel(custom_output_text="hello"))
-    errors: list[BaseException] = []
 
     def converse(i: int) -> None:
         history = AsyncSessionaryMessageHistory(f"thread-{i}", manager)
@@ -460,19 +459,11 @@ def test_histories_from_threads_each_with_its_own_loop(store_url: str) -> None:
             result = await agent.run(text, message_history=await history.load())
             await history.save(result.new_messages())
 
-        try:
-            asyncio.run(turn(f"hi from {i}"))
-            asyncio.run(turn("again"))
-        except BaseException as exc:
-            errors.append(exc)
+        asyncio.run(turn(f"hi from {i}"))
+        asyncio.run(turn("again"))
 
-    threads = [threading.Thread(target=converse, args=(i,), daemon=True) for i in range(5)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)  # a bound on a hang, never a timing
     try:
-        assert not any(t.is_alive() for t in threads) and errors == []
+        assert in_threads(converse) == [None] * 5
         for i in range(5):
             loaded = asyncio.run(AsyncSessionaryMessageHistory(f"thread-{i}", manager).load())
             assert len(loaded) == 4

@@ -4,6 +4,7 @@
 SessionaryError
 ├── InvalidInput            the caller's mistake; nothing was changed (also a ValueError)
 │   ├── InvalidMessage      a message or part that does not validate
+│   │   └── NotSerializable a value with no JSON form (also a TypeError, as json.dumps raises)
 │   ├── InvalidId           an id with forbidden characters, empty, or too long
 │   ├── InvalidQuery        a search query with nothing to match, or too long
 │   ├── InvalidURL          a store URL that names no known backend or is malformed
@@ -21,6 +22,7 @@ SessionaryError
 │   ├── AlreadyExists       a session id that is taken
 │   ├── HeadConflict        the session's head moved since the caller looked
 │   └── VersionConflict     a state's or document's version moved since the caller looked
+├── Closed                  used after `close()`: a closed object stays closed (also a RuntimeError)
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
 ├── SummarizerError         a compaction's summarizer or memory extractor failed
 ├── CompactionStalled       a warning: automatic compaction cannot get under its trigger
@@ -41,6 +43,7 @@ __all__ = [
     "BackendNotInstalled",
     "BlockLimitExceeded",
     "BlockNotFound",
+    "Closed",
     "CompactionStalled",
     "Conflict",
     "HeadConflict",
@@ -54,6 +57,7 @@ __all__ = [
     "LossyConversion",
     "MessageNotFound",
     "NotFound",
+    "NotSerializable",
     "PayloadTooLarge",
     "ReadOnlyBlock",
     "SchemaError",
@@ -77,6 +81,10 @@ class InvalidInput(SessionaryError, ValueError):
 
 class InvalidMessage(InvalidInput):
     """A message or one of its parts does not validate."""
+
+
+class NotSerializable(InvalidMessage, TypeError):
+    """A value has no JSON form (an object, a set, bytes); a TypeError, as `json.dumps` raises."""
 
 
 class InvalidId(InvalidInput):
@@ -152,6 +160,10 @@ class HeadConflict(Conflict):
 
 class VersionConflict(Conflict):
     """A state's or document's version is no longer the one the caller expected."""
+
+
+class Closed(SessionaryError, RuntimeError):
+    """The object was closed and cannot be used again; a RuntimeError, as the frameworks raise."""
 
 
 class Unsupported(SessionaryError):

@@ -589,6 +589,12 @@ class _Deferred:
         return fields[self.name]
 
 
+# A stored part leaves out its None fields, and `_load_part` lets a missing one fall back
+# to a class attribute. `arguments` defaults to a fresh dict, so the dataclass gives it no
+# class attribute: one set here (after `@dataclass`, which would take it for the default)
+# makes a call stored with null arguments read back as None.
+ToolCallPart.arguments = None
+
 # Set after `@dataclass` has run: in the class body it would take them for defaults.
 for _name in _DEFERRED:
     setattr(Message, _name, _Deferred(_name))

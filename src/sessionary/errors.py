@@ -24,7 +24,8 @@ SessionaryError
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
 ├── SummarizerError         a compaction's summarizer failed (model error, timeout, blank)
 └── StoreError              the backend failed
-    ├── StoreUnavailable    the server or file cannot be reached or opened
+    ├── StoreUnavailable    the server or file cannot be reached or opened, or stopped answering
+    ├── StoreClosed         the store was closed; open a new one (also a RuntimeError)
     ├── BackendNotInstalled the backend's optional dependency is missing
     └── SchemaError         the schema is newer than this code, or a migration failed
 ```
@@ -57,6 +58,7 @@ __all__ = [
     "SchemaError",
     "SessionNotFound",
     "SessionaryError",
+    "StoreClosed",
     "StoreError",
     "StoreUnavailable",
     "SummarizerError",
@@ -165,7 +167,15 @@ class StoreError(SessionaryError):
 
 
 class StoreUnavailable(StoreError):
-    """The backend's server or file cannot be reached or opened."""
+    """The backend's server or file cannot be reached or opened, or stopped answering.
+
+    Connecting and every request to a server are bounded (the `connect_timeout` and
+    `timeout` options of the store's URL); running out of either raises this.
+    """
+
+
+class StoreClosed(StoreError, RuntimeError):
+    """The store was closed: open a new one. Closing again is harmless."""
 
 
 class BackendNotInstalled(StoreError):

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessionary._optional import require
-from sessionary.stores.adapter import wrap_engine
+from sessionary.stores.adapter import wrap_engine, wrap_store
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.sql import AsyncSQLStore
 from sessionary.stores.urls import StoreURL, parse_store_url
@@ -53,7 +53,8 @@ def open_async_store(url: str) -> AsyncStore:
     if parsed.scheme == "redis":
         from sessionary.stores.redis import AsyncRedisStore
 
-        return AsyncRedisStore(parsed.location, **parsed.options)  # type: ignore[arg-type]
+        options: Any = parsed.options
+        return wrap_store(lambda: AsyncRedisStore(parsed.location, **options))
     from sessionary.stores.sqlite import SQLiteEngine
 
     return wrap_engine(SQLiteEngine(parsed.location, **parsed.options))  # type: ignore[arg-type]
@@ -69,10 +70,17 @@ def _open_server(parsed: StoreURL) -> AsyncStore:
         from sessionary.stores._postgres_sql import PostgresDialect
         from sessionary.stores.postgres import AsyncPostgresDriver
 
-        driver = AsyncPostgresDriver(parsed.location, **options)
-        return AsyncSQLStore(driver, PostgresDialect(options.get("schema")), **sizes)
+        return wrap_store(
+            lambda: AsyncSQLStore(
+                AsyncPostgresDriver(parsed.location, **options),
+                PostgresDialect(options.get("schema")),
+                **sizes,
+            )
+        )
     require("pymysql", "aiomysql", extra="mysql", what="the mysql backend")
     from sessionary.stores._mysql_sql import MySQLDialect
     from sessionary.stores.mysql import AsyncMySQLDriver
 
-    return AsyncSQLStore(AsyncMySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)
+    return wrap_store(
+        lambda: AsyncSQLStore(AsyncMySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)
+    )

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessionary._optional import require
-from sessionary._sync.stores.adapter import wrap_engine
+from sessionary._sync.stores.adapter import wrap_engine, wrap_store
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.sql import SQLStore
 from sessionary.stores.urls import StoreURL, parse_store_url
@@ -55,7 +55,8 @@ def open_store(url: str) -> Store:
     if parsed.scheme == "redis":
         from sessionary._sync.stores.redis import RedisStore
 
-        return RedisStore(parsed.location, **parsed.options)  # type: ignore[arg-type]
+        options: Any = parsed.options
+        return wrap_store(lambda: RedisStore(parsed.location, **options))
     from sessionary.stores.sqlite import SQLiteEngine
 
     return wrap_engine(SQLiteEngine(parsed.location, **parsed.options))  # type: ignore[arg-type]
@@ -71,10 +72,17 @@ def _open_server(parsed: StoreURL) -> Store:
         from sessionary.stores._postgres_sql import PostgresDialect
         from sessionary.stores.postgres import PostgresDriver
 
-        driver = PostgresDriver(parsed.location, **options)
-        return SQLStore(driver, PostgresDialect(options.get("schema")), **sizes)
+        return wrap_store(
+            lambda: SQLStore(
+                PostgresDriver(parsed.location, **options),
+                PostgresDialect(options.get("schema")),
+                **sizes,
+            )
+        )
     require("pymysql", "aiomysql", extra="mysql", what="the mysql backend")
     from sessionary.stores._mysql_sql import MySQLDialect
     from sessionary.stores.mysql import MySQLDriver
 
-    return SQLStore(MySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)
+    return wrap_store(
+        lambda: SQLStore(MySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)
+    )

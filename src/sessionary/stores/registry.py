@@ -11,11 +11,17 @@
 
 SQLite options go in the query string: `durability=full|normal`, `busy_timeout=SECONDS`,
 `max_message_bytes=N`. Server options: `pool_size=N` (most connections, default 10),
-`connect_timeout=SECONDS`, `max_message_bytes=N`, and for PostgreSQL `schema=NAME` (created
-if missing). Redis options: `namespace=NAME` (the first part of every key, default
-`sessionary`), `snapshot_frequency=N` (default 25; 0 never rolls up), `max_messages=N`,
-`ttl=SECONDS`, `max_message_bytes=N`, `connect_timeout=SECONDS`. `sessionary.stores.urls`
-parses URLs without opening anything.
+`max_message_bytes=N`, and for PostgreSQL `schema=NAME` (created if missing). Redis
+options: `namespace=NAME` (the first part of every key, default `sessionary`),
+`snapshot_frequency=N` (default 25; 0 never rolls up), `max_messages=N`, `ttl=SECONDS`,
+`max_message_bytes=N`. Every server store (PostgreSQL, MySQL, Redis) takes
+`connect_timeout=SECONDS` (connecting: TCP, greeting, login; default 10) and
+`timeout=SECONDS` (each request, lock waits included; default 60); running out of
+either raises `StoreUnavailable`. Every value is range-checked (`InvalidURL`).
+`sessionary.stores.urls` parses URLs without opening anything.
+
+A server store's asyncio driver is bound to one event loop, so the async store runs on
+a loop of its own (`adapter.wrap_store`): any loop in any thread may use it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BACKENDS
 
 from sessionary import AsyncSessionManager, Message, SessionManager, StoreClosed
 from sessionary.kv import AsyncIncrementalSessionManager, AsyncRedisDriver, AsyncSQLiteDriver
@@ -80,7 +79,11 @@ class KVChat:
 
 
 TARGETS = [
-    *BACKENDS,
+    pytest.param("memory", marks=pytest.mark.memory),
+    pytest.param("sqlite", marks=pytest.mark.sqlite),
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("mysql", marks=pytest.mark.mysql),
+    pytest.param("redis", marks=pytest.mark.redis),
     pytest.param("kv-redis", marks=pytest.mark.redis),
     pytest.param("kv-sqlite", marks=pytest.mark.sqlite),
 ]

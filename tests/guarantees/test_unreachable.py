@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MYSQL_URL, POSTGRES_URL, REDIS_URL
 
 from sessionary import AsyncSessionManager, Message, SessionManager, StoreUnavailable
 from sessionary.kv import AsyncRedisDriver, AsyncSQLiteDriver, RedisDriver, SQLiteDriver
@@ -143,11 +142,11 @@ def _closed_port() -> int:
 
 GARBAGE = b"\xff\x00 not a database \x00\xfe\r\n" * 20
 SCHEMES = {
-    "postgres": ("postgresql://postgres@127.0.0.1:{port}/test", POSTGRES_URL),
-    "mysql": ("mysql://root@127.0.0.1:{port}/test", MYSQL_URL),
-    "redis": ("redis://127.0.0.1:{port}/0", REDIS_URL),
+    "postgres": "postgresql://postgres@127.0.0.1:{port}/test",
+    "mysql": "mysql://root@127.0.0.1:{port}/test",
+    "redis": "redis://127.0.0.1:{port}/0",
 }
-"""Each server backend: a URL for any port, and the real test server's URL."""
+"""Each server backend's URL, for any port."""
 
 
 def _port_of(url: str) -> int:
@@ -217,8 +216,7 @@ ENDPOINTS: dict[str, Callable[[Callable[[bytes | None], int]], int]] = {
 def test_a_wrong_endpoint_is_unavailable(
     scheme: str, endpoint: Callable[..., int], listener: Callable[[bytes | None], int]
 ) -> None:
-    pattern, _ = SCHEMES[scheme]
-    _every_way(pattern.format(port=endpoint(listener)), scheme)
+    _every_way(SCHEMES[scheme].format(port=endpoint(listener)), scheme)
 
 
 @pytest.mark.parametrize(
@@ -228,9 +226,8 @@ def test_a_wrong_endpoint_is_unavailable(
 def test_a_server_of_another_protocol_is_unavailable(
     request: pytest.FixtureRequest, scheme: str, other: str
 ) -> None:
-    request.getfixturevalue(f"{other}_url")  # fails (or skips) if that server is not up
-    pattern, _ = SCHEMES[scheme]
-    _every_way(pattern.format(port=_port_of(SCHEMES[other][1])), scheme)
+    real = request.getfixturevalue(f"{other}_url")  # fails (or skips) if it is not up
+    _every_way(SCHEMES[scheme].format(port=_port_of(real)), scheme)
 
 
 MISSING = {

@@ -324,6 +324,10 @@ class HomeLoop(Generic[R]):
         method: Callable[..., Any] = getattr(self.resident, name)
         return method
 
+    def run(self, name: str, *args: Any) -> Any:
+        """Run the resident's method `name`; return what it returns."""
+        return getattr(self.resident, name)(*args)
+
     def attribute(self, name: str) -> Any:
         """The resident's attribute `name`."""
         return getattr(self.resident, name)

@@ -8,17 +8,25 @@ official `anthropic` SDK (`sessionary[anthropic]`). Both send the prompt of
 `sessionary.compaction.summary.build_prompt` (the four sections, iterative when a previous
 summary exists) and map every SDK failure, timeouts included, to `SummarizerError`.
 
+An async SDK client keeps its HTTP connections on the event loop that opened them, so a
+summarizer used again from another loop (a second `asyncio.run`, another thread) would
+find them on a closed one. A client the summarizer makes itself therefore lives on a loop
+of its own, like a server store's driver (see `sessionary.stores._home_loop`); a client
+passed in stays where its owner runs it.
+
 These classes are the source; `OpenAISummarizer` and `AnthropicSummarizer` are their
 generated synchronous twins.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sessionary._optional import require
 from sessionary.compaction.summary import SummaryRequest, build_prompt, check_summary
 from sessionary.errors import SummarizerError
+from sessionary.stores._home_loop import HomeLoop
 
 __all__ = ["AnthropicSummarizer", "OpenAISummarizer"]
 
@@ -26,6 +34,24 @@ __all__ = ["AnthropicSummarizer", "OpenAISummarizer"]
 def _output_tokens(request: SummaryRequest) -> int:
     # Room for the budget plus slack: the model is told the target, this only stops runaways.
     return max(256, request.budget * 2)
+
+
+class _AsyncSDKClient:
+    """An SDK client, and the requests sent through it (on its home loop)."""
+
+    def __init__(self, client: Any, owned: bool) -> None:
+        self.client = client
+        self._owned = owned
+
+    def send(self, request: Callable[..., Any], *args: Any) -> str:
+        """Run `request(client, *args)`."""
+        text: str = request(self.client, *args)
+        return text
+
+    def close(self) -> None:
+        """Close the client if the summarizer made it."""
+        if self._owned:
+            self.client.close()
 
 
 class _AsyncSDKSummarizer:
@@ -61,9 +87,19 @@ class _AsyncSDKSummarizer:
         sdk = require(self._package, extra=self._package, what=f"the {self._label} summarizer")
         self.model = model
         self._errors: tuple[type[BaseException], ...] = (getattr(sdk, self._error_class),)
-        self.client = client or getattr(sdk, self._client_class)(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        make = getattr(sdk, self._client_class)
+        self._home = HomeLoop(
+            lambda: _AsyncSDKClient(
+                client
+                or make(
+                    base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+                ),
+                client is None,
+            ),
+            own_loop=client is None,
         )
+        self._home.close_with(self)
+        self.client = self._home.resident.client
 
     def summarize(self, request: SummaryRequest) -> str:
         """Return the model's summary of `request`.
@@ -73,13 +109,20 @@ class _AsyncSDKSummarizer:
         """
         system, user = build_prompt(request)
         try:
-            text = self._complete(system, user, _output_tokens(request))
+            text = self._home.run("send", self._complete, system, user, _output_tokens(request))
         except self._errors as exc:
             raise SummarizerError(f"the {self._label} summarizer failed: {exc}") from exc
         return check_summary(text)
 
-    def _complete(self, system: str, user: str, max_tokens: int) -> str:
-        """Send one request; return the text of the reply ("" if it has none)."""
+    def close(self) -> None:
+        """Close the SDK client if the summarizer made it (else leave it to its owner).
+
+        Optional: a summarizer never closed is closed when collected, or at exit.
+        """
+        self._home.close()
+
+    def _complete(self, client: Any, system: str, user: str, max_tokens: int) -> str:
+        """Send one request through `client`; return the reply's text ("" if it has none)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -102,8 +145,8 @@ class OpenAISummarizer(_AsyncSDKSummarizer):
     _error_class = "OpenAIError"
     _label = "OpenAI"
 
-    def _complete(self, system: str, user: str, max_tokens: int) -> str:
-        response = self.client.chat.completions.create(
+    def _complete(self, client: Any, system: str, user: str, max_tokens: int) -> str:
+        response = client.chat.completions.create(
             model=self.model,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
             max_tokens=max_tokens,
@@ -128,8 +171,8 @@ class AnthropicSummarizer(_AsyncSDKSummarizer):
     _error_class = "AnthropicError"
     _label = "Anthropic"
 
-    def _complete(self, system: str, user: str, max_tokens: int) -> str:
-        response = self.client.messages.create(
+    def _complete(self, client: Any, system: str, user: str, max_tokens: int) -> str:
+        response = client.messages.create(
             model=self.model,
             system=system,
             messages=[{"role": "user", "content": user}],

@@ -6,7 +6,8 @@ or user that does not exist; a SQLite path that is garbage, a directory, or unre
 Each must end in `StoreUnavailable`, sync and async, for every backend and the key-value
 drivers, within the timeouts the URL sets (1 second here, so the suite stays quick).
 A server that stops answering in the middle of its work is covered too: a proxy that
-freezes after the first requests.
+freezes after the first requests; and the watch that bounds psycopg's answers fires only
+on an answer that is overdue, never on a long run of quick ones.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 
 from sessionary import AsyncSessionManager, Message, SessionManager, StoreUnavailable
 from sessionary.kv import AsyncRedisDriver, AsyncSQLiteDriver, RedisDriver, SQLiteDriver
+from sessionary.stores._waits import AsyncWatch, Watch
 
 FAST = "connect_timeout=1&timeout=1"
 """The URL options of every attempt: a second to connect, a second per answer."""
@@ -350,3 +352,41 @@ def test_a_redis_driver_whose_server_stops_answering(
     _fails_fast(lambda: asyncio.run(adriver.get("k")))
     driver.close()
     asyncio.run(adriver.close())
+
+
+# ---------------------------------------------------------------- the watch on psycopg
+
+
+def _renewed_then_overdue(watch: Watch | AsyncWatch, pause: Callable[[float], Any]) -> Any:
+    """Renew for twice the watch's time, then stop renewing until it fires."""
+    for _ in range(10):  # 2 s of renewals, 0.2 s apart: never 1 s without one
+        watch.renew()
+        yield pause(0.2)
+    assert not watch.fired
+    started = time.monotonic()
+    while not watch.fired and time.monotonic() - started < WITHIN:
+        yield pause(0.05)
+
+
+@pytest.mark.parametrize("kind", [Watch, AsyncWatch])
+def test_a_watch_fires_only_on_an_overdue_answer(kind: type[Watch | AsyncWatch]) -> None:
+    # A transaction of many quick statements may outlast `timeout`; one slow answer may not.
+    mine, peer = socket.socketpair()
+
+    async def wait_async() -> bool:
+        watch = AsyncWatch(mine.fileno(), 1.0)
+        for pause in _renewed_then_overdue(watch, asyncio.sleep):
+            await pause
+        return watch.stop()
+
+    def wait_sync() -> bool:
+        watch = Watch(mine.fileno(), 1.0)
+        for _ in _renewed_then_overdue(watch, time.sleep):
+            pass
+        return watch.stop()
+
+    assert (asyncio.run(wait_async()) if kind is AsyncWatch else wait_sync()) is True
+    peer.settimeout(WITHIN)
+    assert peer.recv(1) == b""  # the connection was hung up
+    mine.close()
+    peer.close()

@@ -61,25 +61,30 @@ class AsyncWatch:
 
     For drivers with no read timeout of their own (psycopg): `renew` before each round
     trip, `stop` after the last; `stop` says whether the watch fired, in which case the
-    connection is finished and must not be reused.
+    connection is finished and must not be reused. A renewal only moves the deadline:
+    the timer, when it comes, looks again (so a round trip costs no timer of its own).
     """
 
-    __slots__ = ("_fd", "_handle", "_loop", "_seconds", "fired")
+    __slots__ = ("_deadline", "_fd", "_handle", "_loop", "_seconds", "fired")
 
     def __init__(self, fd: int, seconds: float) -> None:
         self._fd = fd
         self._seconds = seconds
         self._loop = asyncio.get_running_loop()
+        self._deadline = math.inf
         self._handle: asyncio.TimerHandle | None = None
         self.fired = False
 
     def renew(self) -> None:
         """Give the next answer `seconds` from now."""
-        if self._handle is not None:
-            self._handle.cancel()
-        self._handle = self._loop.call_later(self._seconds, self._fire)
+        self._deadline = self._loop.time() + self._seconds
+        if self._handle is None:
+            self._handle = self._loop.call_at(self._deadline, self._check)
 
-    def _fire(self) -> None:
+    def _check(self) -> None:
+        if self._loop.time() < self._deadline:
+            self._handle = self._loop.call_at(self._deadline, self._check)
+            return
         self.fired = True
         hang_up(self._fd)
 
@@ -93,16 +98,21 @@ class AsyncWatch:
 class Watch:
     """`AsyncWatch` for sync code: one watchdog thread, shared, keeps the deadlines."""
 
-    __slots__ = ("_fd", "_seconds", "fired")
+    __slots__ = ("_fd", "_seconds", "_watched", "deadline", "fired")
 
     def __init__(self, fd: int, seconds: float) -> None:
         self._fd = fd
         self._seconds = seconds
+        self._watched = False
+        self.deadline = math.inf
         self.fired = False
 
     def renew(self) -> None:
         """Give the next answer `seconds` from now."""
-        _WATCHDOG.watch(self, time.monotonic() + self._seconds)
+        self.deadline = time.monotonic() + self._seconds
+        if not self._watched:
+            self._watched = True
+            _WATCHDOG.watch(self)
 
     def fire(self) -> None:
         """Hang the connection up (on the watchdog's thread, under its lock)."""
@@ -119,43 +129,42 @@ class _Watchdog:
     """The thread that fires overdue `Watch`es; started on first use (again after a fork)."""
 
     def __init__(self) -> None:
-        self._due: dict[Watch, float] = {}
+        self._watches: set[Watch] = set()
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
         self._wake_at = math.inf
         os.register_at_fork(after_in_child=self._after_fork)
 
-    def watch(self, watch: Watch, deadline: float) -> None:
+    def watch(self, watch: Watch) -> None:
         with self._lock:
-            self._due[watch] = deadline
+            self._watches.add(watch)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="sessionary-watchdog", daemon=True
                 )
                 self._thread.start()
-            elif deadline < self._wake_at:
+            elif watch.deadline < self._wake_at:
                 self._lock.notify()
 
     def forget(self, watch: Watch) -> None:
         with self._lock:
-            self._due.pop(watch, None)
+            self._watches.discard(watch)
 
     def _run(self) -> None:
         with self._lock:
             while True:
                 now = time.monotonic()
-                for watch, deadline in list(self._due.items()):
-                    if deadline <= now:
-                        del self._due[watch]
-                        watch.fire()
-                # Deadlines only move later, so waking early is harmless; a new,
-                # earlier one notifies.
-                self._wake_at = min(self._due.values(), default=now + 3600.0)
+                for watch in [w for w in self._watches if w.deadline <= now]:
+                    self._watches.discard(watch)
+                    watch.fire()
+                # Renewals only move deadlines later, so waking early is harmless (the
+                # next look finds them moved); a new watch that is due sooner notifies.
+                self._wake_at = min((w.deadline for w in self._watches), default=now + 3600.0)
                 self._lock.wait(self._wake_at - now)
 
     def _after_fork(self) -> None:
         """In a forked child: the thread did not come along, and the lock may be held."""
-        self._due, self._lock, self._thread = {}, threading.Condition(), None
+        self._watches, self._lock, self._thread = set(), threading.Condition(), None
 
 
 _WATCHDOG = _Watchdog()

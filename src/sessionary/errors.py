@@ -27,7 +27,8 @@ SessionaryError
 ├── SummarizerError         a compaction's summarizer or memory extractor failed
 ├── CompactionStalled       a warning: automatic compaction cannot get under its trigger
 └── StoreError              the backend failed
-    ├── StoreUnavailable    the server or file cannot be reached or opened
+    ├── StoreUnavailable    the server or file cannot be reached or opened, or stopped answering
+    ├── StoreClosed         the store was closed; open a new one (also a RuntimeError)
     ├── BackendNotInstalled the backend's optional dependency is missing
     └── SchemaError         the schema is newer than this code, or a migration failed
 ```
@@ -63,6 +64,7 @@ __all__ = [
     "SchemaError",
     "SessionNotFound",
     "SessionaryError",
+    "StoreClosed",
     "StoreError",
     "StoreUnavailable",
     "SummarizerError",
@@ -190,7 +192,15 @@ class StoreError(SessionaryError):
 
 
 class StoreUnavailable(StoreError):
-    """The backend's server or file cannot be reached or opened."""
+    """The backend's server or file cannot be reached or opened, or stopped answering.
+
+    Connecting and every request to a server are bounded (the `connect_timeout` and
+    `timeout` options of the store's URL); running out of either raises this.
+    """
+
+
+class StoreClosed(StoreError, RuntimeError):
+    """The store was closed: open a new one. Closing again is harmless."""
 
 
 class BackendNotInstalled(StoreError):

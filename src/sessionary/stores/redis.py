@@ -93,6 +93,7 @@ from sessionary.stores._redis_rows import (
 )
 from sessionary.stores._rows import now_us, stored_copy
 from sessionary.stores.base import DOCUMENTS
+from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
 
 __all__ = ["AsyncRedisStore"]
 
@@ -116,6 +117,7 @@ class AsyncRedisStore(AsyncRedisDocuments):
         ttl: Seconds a session lives after its last write; None keeps it forever.
         max_message_bytes: The largest encoded message (and state document) accepted.
         connect_timeout: Seconds to wait for a connection.
+        timeout: Seconds to wait for each reply of the server.
 
     Raises:
         InvalidInput: If a setting is out of range.
@@ -133,7 +135,8 @@ class AsyncRedisStore(AsyncRedisDocuments):
         max_messages: int | None = None,
         ttl: float | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        connect_timeout: float | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         problem = settings_problem(snapshot_frequency, max_messages, ttl)
         if problem is not None:
@@ -146,7 +149,9 @@ class AsyncRedisStore(AsyncRedisDocuments):
         self.max_messages = max_messages
         self._ttl = "0" if ttl is None else str(max(1, round(ttl * 1000)))
         self._appends = Appends(namespace, snapshot_frequency, max_messages or 0, self._ttl)
-        self._conn = AsyncRedisConnection(url, connect_timeout, {"append": self._appends.script})
+        self._conn = AsyncRedisConnection(
+            url, connect_timeout, timeout, {"append": self._appends.script}
+        )
         self._client = self._conn.client
 
     async def __aenter__(self) -> AsyncRedisStore:

@@ -95,6 +95,7 @@ from sessionary.stores._redis_rows import (
     stored_messages,
 )
 from sessionary.stores._rows import now_us, stored_copy
+from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
 
 __all__ = ["RedisStore"]
 
@@ -118,6 +119,7 @@ class RedisStore(RedisDocuments):
         ttl: Seconds a session lives after its last write; None keeps it forever.
         max_message_bytes: The largest encoded message (and state document) accepted.
         connect_timeout: Seconds to wait for a connection.
+        timeout: Seconds to wait for each reply of the server.
 
     Raises:
         InvalidInput: If a setting is out of range.
@@ -135,7 +137,8 @@ class RedisStore(RedisDocuments):
         max_messages: int | None = None,
         ttl: float | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        connect_timeout: float | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         problem = settings_problem(snapshot_frequency, max_messages, ttl)
         if problem is not None:
@@ -148,7 +151,9 @@ class RedisStore(RedisDocuments):
         self.max_messages = max_messages
         self._ttl = "0" if ttl is None else str(max(1, round(ttl * 1000)))
         self._appends = Appends(namespace, snapshot_frequency, max_messages or 0, self._ttl)
-        self._conn = RedisConnection(url, connect_timeout, {"append": self._appends.script})
+        self._conn = RedisConnection(
+            url, connect_timeout, timeout, {"append": self._appends.script}
+        )
         self._client = self._conn.client
 
     def __enter__(self) -> RedisStore:

@@ -30,7 +30,7 @@ EXPECTED = {
     "MessageNotFound", "NotFound", "NotSerializable", "Page", "Part", "PayloadTooLarge",
     "ReasoningPart",
     "SchemaError", "Scope", "SearchHit", "Session", "SessionInfo", "SessionManager",
-    "SessionNotFound", "SessionaryError", "State", "Store", "StoreClosed", "StoreError",
+    "SessionNotFound", "SessionaryError", "State", "Store", "StoreError",
     "StoreUnavailable",
     "TextPart", "ToolCallPart", "ToolResultPart", "Unsupported", "VersionConflict",
     "__version__", "new_id", "open_async_store", "open_store",

@@ -22,13 +22,12 @@ SessionaryError
 │   ├── AlreadyExists       a session id that is taken
 │   ├── HeadConflict        the session's head moved since the caller looked
 │   └── VersionConflict     a state's or document's version moved since the caller looked
-├── Closed                  used after `close()`: a closed object stays closed (also a RuntimeError)
+├── Closed                  used after `close()` (a store, manager or adapter); also a RuntimeError
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
 ├── SummarizerError         a compaction's summarizer or memory extractor failed
 ├── CompactionStalled       a warning: automatic compaction cannot get under its trigger
 └── StoreError              the backend failed
     ├── StoreUnavailable    the server or file cannot be reached or opened, or stopped answering
-    ├── StoreClosed         the store was closed; open a new one (also a RuntimeError)
     ├── BackendNotInstalled the backend's optional dependency is missing
     └── SchemaError         the schema is newer than this code, or a migration failed
 ```
@@ -64,7 +63,6 @@ __all__ = [
     "SchemaError",
     "SessionNotFound",
     "SessionaryError",
-    "StoreClosed",
     "StoreError",
     "StoreUnavailable",
     "SummarizerError",
@@ -197,10 +195,6 @@ class StoreUnavailable(StoreError):
     Connecting and every request to a server are bounded (the `connect_timeout` and
     `timeout` options of the store's URL); running out of either raises this.
     """
-
-
-class StoreClosed(StoreError, RuntimeError):
-    """The store was closed: open a new one. Closing again is harmless."""
 
 
 class BackendNotInstalled(StoreError):

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from sessionary import AsyncSessionManager, Message, SessionManager, StoreClosed
+from sessionary import AsyncSessionManager, Closed, Message, SessionManager
 from sessionary.kv import AsyncIncrementalSessionManager, AsyncRedisDriver, AsyncSQLiteDriver
 
 HANG = 120.0
@@ -200,9 +200,9 @@ def test_close_twice_from_another_thread_then_use(target: str) -> None:
         await asyncio.gather(chat.close(), chat.close())
 
     asyncio.run(both_twice())
-    with pytest.raises(StoreClosed):
+    with pytest.raises(Closed):
         asyncio.run(chat.append("after"))
-    with pytest.raises(RuntimeError):  # StoreClosed is a RuntimeError too, like the SDKs'
+    with pytest.raises(RuntimeError):  # Closed is a RuntimeError too, like the SDKs'
         asyncio.run(chat.texts())
     gc.collect()
 
@@ -217,9 +217,9 @@ def test_a_sync_manager_closes_twice_from_any_thread(target: str) -> None:
     closer.join(HANG)
     assert not closer.is_alive()
     manager.close()
-    with pytest.raises(StoreClosed):
+    with pytest.raises(Closed):
         manager.session("chat").history()
-    with pytest.raises(StoreClosed):
+    with pytest.raises(Closed):
         manager.create()
 
 

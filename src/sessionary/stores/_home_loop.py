@@ -18,7 +18,7 @@ so a write is whole or absent and no connection goes back to its pool mid-protoc
 call not yet started when its caller gave up is not started.
 
 Closing: `close` (from any loop or thread, any number of times) refuses new calls with
-`StoreClosed`, waits up to `CLOSE_WAIT` seconds for the calls in flight, closes the
+`Closed`, waits up to `CLOSE_WAIT` seconds for the calls in flight, closes the
 resident on its home loop, stops the loop and joins the thread. A resident never closed
 is closed at interpreter exit (and when the object that owned it is collected), so it
 neither holds the interpreter up nor warns. A child process forked from one that used a
@@ -42,7 +42,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
-from sessionary.errors import StoreClosed
+from sessionary.errors import Closed
 from sessionary.stores._runner import settle
 
 __all__ = ["CLOSE_WAIT", "AsyncHomeLoop", "HomeLoop"]
@@ -59,8 +59,8 @@ _homes: weakref.WeakSet[AsyncHomeLoop[Any]] = weakref.WeakSet()
 """Every home loop not yet closed: closed at exit, restarted after a fork."""
 
 
-def _closed_error() -> StoreClosed:
-    return StoreClosed("the store is closed; open a new one")
+def _closed_error() -> Closed:
+    return Closed("the store is closed; open a new one")
 
 
 class AsyncHomeLoop(Generic[R]):
@@ -177,7 +177,7 @@ class AsyncHomeLoop(Generic[R]):
         """On the home loop: hand a finished call's outcome to its caller's loop."""
         self._calls.discard(task)
         if task.cancelled():  # only `close` cancels, after its wait
-            _answer(caller, future, None, StoreClosed("the store closed before the call ended"))
+            _answer(caller, future, None, Closed("the store closed before the call ended"))
             return
         error = task.exception()
         _answer(caller, future, None if error is not None else task.result(), error)
@@ -220,7 +220,7 @@ class AsyncHomeLoop(Generic[R]):
             return True, loop
 
     async def close(self) -> None:
-        """Close the resident at home and stop the loop; later calls raise `StoreClosed`.
+        """Close the resident at home and stop the loop; later calls raise `Closed`.
 
         Idempotent, and callable from any loop or thread.
         """

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
-from sessionary.errors import StoreClosed
+from sessionary.errors import Closed
 
 __all__ = ["AsyncRunner", "Runner", "settle"]
 
@@ -39,7 +39,7 @@ class AsyncRunner:
 
     Like a store on a loop of its own, a call whose caller is cancelled still runs to its
     end on the worker, and its result is dropped. After `close` (idempotent) every call
-    raises `StoreClosed`.
+    raises `Closed`.
     """
 
     def __init__(self, blocking: bool, lock: _Lock | None = None) -> None:
@@ -138,8 +138,8 @@ class _Lock(Protocol):
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
 
 
-def _closed_error() -> StoreClosed:
-    return StoreClosed("the store is closed; open a new one")
+def _closed_error() -> Closed:
+    return Closed("the store is closed; open a new one")
 
 
 def settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

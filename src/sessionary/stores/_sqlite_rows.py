@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from sessionary.errors import (
+    Closed,
     InvalidQuery,
     SessionaryError,
-    StoreClosed,
     StoreError,
     StoreUnavailable,
 )
@@ -126,7 +126,7 @@ def store_error(path: str, exc: sqlite3.Error) -> SessionaryError:
     """Map one of sqlite3's exceptions onto the error tree; the only place that does."""
     text = str(exc)
     if isinstance(exc, sqlite3.ProgrammingError) and "closed database" in text:
-        return StoreClosed(f"{path}: the store is closed")
+        return Closed(f"{path}: the store is closed")
     if isinstance(exc, sqlite3.OperationalError):
         if "fts5" in text:
             return InvalidQuery(f"the search query could not be run: {text}")

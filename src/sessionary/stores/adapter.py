@@ -6,7 +6,7 @@ the engine's own worker thread. Stores on a server (SQL servers, Redis) speak, i
 code, through drivers bound to one event loop; `wrap_store` runs such a store on a loop
 of its own (see `sessionary.stores._home_loop`), so that every store answers on whatever
 loop calls it, in any thread. Either way one store call is one hand-over, and a closed
-store refuses calls with `StoreClosed`. The sync twin of this module is generated; its
+store refuses calls with `Closed`. The sync twin of this module is generated; its
 runners call the engine or store directly.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from sessionary.errors import StoreClosed
+from sessionary.errors import Closed
 from sessionary.stores._home_loop import AsyncHomeLoop
 from sessionary.stores._runner import AsyncRunner
 from sessionary.stores.base import AsyncStore
@@ -146,11 +146,11 @@ class AsyncLoopStore:
 
 
 async def _refused(*args: Any) -> Any:
-    raise StoreClosed("the store is closed; open a new one")
+    raise Closed("the store is closed; open a new one")
 
 
 def _refuse_calls(store: object) -> None:
-    """After close: every protocol method raises `StoreClosed` without reaching the backend."""
+    """After close: every protocol method raises `Closed` without reaching the backend."""
     for name in STORE_METHODS:
         setattr(store, name, _refused)
 

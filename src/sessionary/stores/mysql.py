@@ -36,8 +36,8 @@ import pymysql  # type: ignore[import-untyped]
 
 from sessionary.errors import (
     AlreadyExists,
+    Closed,
     SessionaryError,
-    StoreClosed,
     StoreError,
     StoreUnavailable,
 )
@@ -231,7 +231,7 @@ class AsyncMySQLDriver:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
         async with self._lock:
             if self._closed:
-                raise StoreClosed(f"{self._where}: the store is closed")
+                raise Closed(f"{self._where}: the store is closed")
             if self._pool is not None:
                 return
             conn = await self._connect(aiomysql.connect(**self._options))
@@ -263,7 +263,7 @@ class AsyncMySQLDriver:
     async def _connection(self) -> AsyncIterator[Any]:
         """A pooled connection, waited for (or made) within `POOL_WAIT` seconds."""
         if self._pool is None:
-            raise StoreClosed(f"{self._where}: the store is closed")
+            raise Closed(f"{self._where}: the store is closed")
         try:
             async with asyncio.timeout(max(POOL_WAIT, self._connect_timeout)):
                 conn = await self._pool.acquire()
@@ -394,7 +394,7 @@ class _Pool:
     @contextmanager
     def connection(self) -> Iterator[pymysql.connections.Connection]:
         if self.closed:
-            raise StoreClosed("mysql: the store is closed")
+            raise Closed("mysql: the store is closed")
         if not self._slots.acquire(timeout=max(POOL_WAIT, self._options["connect_timeout"])):
             raise StoreError(f"mysql: every pooled connection stayed busy for {POOL_WAIT:g} s")
         try:
@@ -454,7 +454,7 @@ class MySQLDriver:
         """Run `setup` (the migrations) on a first connection, then use the pool."""
         with self._lock:
             if self._pool.closed:
-                raise StoreClosed(f"{self._where}: the store is closed")
+                raise Closed(f"{self._where}: the store is closed")
             if self._started:
                 return
             conn = _connect(self._options, None, self._where)

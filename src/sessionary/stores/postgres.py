@@ -33,8 +33,8 @@ from psycopg import errors as pg_errors
 
 from sessionary.errors import (
     AlreadyExists,
+    Closed,
     SessionaryError,
-    StoreClosed,
     StoreError,
     StoreUnavailable,
 )
@@ -72,7 +72,7 @@ def store_error(where: str, exc: psycopg.Error, overdue: bool = False) -> Sessio
         return StoreUnavailable(f"{where}: the server did not answer in time")
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, psycopg_pool.PoolClosed):
-        return StoreClosed(f"{where}: the store is closed")
+        return Closed(f"{where}: the store is closed")
     if isinstance(exc, pg_errors.UniqueViolation):
         return AlreadyExists(f"{where}: {text}")
     if isinstance(exc, _BUSY):

@@ -102,6 +102,24 @@ _HEADS_KEPT = 4096
 """The most session heads a store remembers; it forgets them all when full."""
 
 
+@contextmanager
+def _released(tx: Transaction, unlock: Sequence[str]) -> Iterator[None]:
+    """Run the body, then `unlock` (giving a named lock back), also after it failed.
+
+    Not after a cancellation: aiomysql closes a connection cancelled mid-statement, and
+    the server releases its named locks with it; a statement there would only fail, and
+    its error would take the cancellation's place (wait_for would raise a StoreError).
+    """
+    try:
+        yield
+    except Exception:
+        for statement in unlock:
+            tx.execute(statement)
+        raise
+    for statement in unlock:
+        tx.execute(statement)
+
+
 class SQLStore(SQLState, SQLDocuments):
     """A store on an SQL server, through a driver and a dialect.
 
@@ -163,7 +181,7 @@ class SQLStore(SQLState, SQLDocuments):
             locked = tx.fetchone(statement)
             if locked is not None and locked[0] == 0:
                 raise SchemaError(f"{dialect.name}: timed out waiting for another migration")
-        try:
+        with _released(tx, dialect.migration_unlock()):
             tx.execute(dialect.migrations_table)
             row = tx.fetchone("SELECT coalesce(max(version), 0) FROM sessionary_migrations")
             current = row[0] if row is not None else 0
@@ -181,9 +199,6 @@ class SQLStore(SQLState, SQLDocuments):
                         "INSERT INTO sessionary_migrations (version, name) VALUES (%s, %s)",
                         (version, name),
                     )
-        finally:
-            for statement in dialect.migration_unlock():
-                tx.execute(statement)
 
     # ------------------------------------------------------------------ sessions
 
@@ -611,14 +626,12 @@ class SQLStore(SQLState, SQLDocuments):
                     taken = tx.fetchone(dialect.index_lock, (_INDEX_WAIT if wait else 0,))
                     if not wait and (taken is None or taken[0] != 1):
                         return
-                try:
+                unlock = [dialect.index_unlock] if dialect.index_unlock else []
+                with _released(tx, unlock):
                     pending = tx.fetchall(dialect.pending_sql)
                     if pending:
                         for statement, params in dialect.index_pending(pending):
                             tx.execute(statement, params)
-                finally:
-                    if dialect.index_unlock:
-                        tx.execute(dialect.index_unlock)
             if not pending:
                 return
 

@@ -31,6 +31,16 @@ deletes drop its index row. Every search first indexes the whole queue
 (`pending_sql`, `index_pending`), so it sees every committed message. The triggers need
 the TRIGGER privilege when the schema is created or upgraded.
 
+Appends after the head: `append_sql` and `append_after_sql` are each one script, one
+round trip, ending in COMMIT. If the client goes away (killed, or its task cancelled),
+the server still runs the script to its end, but every result it then fails to write
+raises a network error that also sets `ROW_COUNT()` to -1. So no guard in a script may
+read `ROW_COUNT()` or anything else a result write can change: `append_sql` guards on
+user variables set by its locking read, `append_after_sql` on the session row as its
+own UPDATE left it. A statement that fails stops the script before COMMIT, and the
+transaction is rolled back (by the driver, or by the server when the connection goes).
+Every other write is a transaction of single statements whose COMMIT is sent alone.
+
 Documents are searched the same way: `documents.search` holds the tokens of a document's
 latest text, `documents.text` the text itself for the check and the snippet. A key is
 kept as `VARBINARY` (byte order, trailing spaces significant) and found by its SHA-256,
@@ -235,18 +245,31 @@ SELECT @sx_head, @sx_ok, @sx_pk, @sx_depth FROM DUAL WHERE @sx_pk IS NOT NULL"""
     def append_after_sql(self, count: int) -> str:
         """Move the head if it is still where the store saw it, then insert the rows.
 
-        `ROW_COUNT()` is the UPDATE's while the INSERT runs, so the rows go in only if
-        the head moved; the script then commits nothing at all otherwise.
+        Each row is selected from the session's row as this transaction left it: only
+        where the head is now the chain's last message. So the rows go in exactly when
+        the UPDATE moved the head (else that message is stored already, and the INSERT
+        fails as a duplicate key, whole). The guard must not be `ROW_COUNT()`: once the
+        client has gone, the server still runs the script, but a failed write of the
+        UPDATE's result resets `ROW_COUNT()` to -1, and COMMIT would commit the head
+        move without the messages. A table row is all the guard may read.
         """
-        values = " UNION ALL ".join(
-            ["SELECT %s, %s, %s, %s, %s, %s, %s, %s FROM DUAL WHERE ROW_COUNT() = 1"] * count
-        )
+        row = "SELECT %s, %s, %s, %s, %s, %s, %s, %s FROM sessions WHERE pk = %s AND head_id = %s"
         return f"""START TRANSACTION;
 UPDATE sessions SET head_id = %s, head_depth = %s, message_count = message_count + %s,
     updated_us = %s WHERE pk = %s AND head_id <=> %s AND head_depth = %s;
 INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
-    {values};
+    {" UNION ALL ".join([row] * count)};
 COMMIT"""
+
+    def append_after_params(
+        self, seen: tuple[int, str | None, int], rows: Sequence[Sequence[Any]], now: int
+    ) -> list[Any]:
+        """The parameters of `append_after_sql`: each row's are followed by its guard's."""
+        last = rows[-1]
+        params: list[Any] = [last[1], last[3], len(rows), now, *seen]
+        for row in rows:
+            params += [*row, seen[0], last[1]]
+        return params
 
     migrations_table = (
         "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INT NOT NULL PRIMARY KEY, "

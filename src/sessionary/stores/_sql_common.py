@@ -45,7 +45,6 @@ __all__ = [
     "INSERT_MESSAGE",
     "INSERT_MESSAGES",
     "FIND_SQL",
-    "append_after_params",
     "INSERT_SESSION",
     "LINEAR_HEAD_SQL",
     "LOCATE_SQL",
@@ -204,6 +203,22 @@ class Dialect:
         """
         raise NotImplementedError
 
+    def append_after_params(
+        self, seen: tuple[int, str | None, int], rows: Sequence[Sequence[Any]], now: int
+    ) -> list[Any]:
+        """The parameters of `append_after_sql`.
+
+        Args:
+            seen: The session's (pk, head id, head depth) as the store last saw them.
+            rows: The message rows `plan_chain` laid out under that head.
+            now: The time to record as the session's last activity, in microseconds.
+        """
+        last = rows[-1]
+        params: list[Any] = [last[1], last[3], len(rows), now, *seen]
+        for row in rows:
+            params += row
+        return params
+
     pending_sql: str | None = None
     """A query of the messages the search index has yet to take in, a batch at a time,
     or None where the index is kept in step by every write."""
@@ -305,23 +320,6 @@ def plan_chain(
         out.append(stored_copy(msg, parent_id))
         parent_id = msg.id
     return out, rows, (parent_id, depth)
-
-
-def append_after_params(
-    seen: tuple[int, str | None, int], rows: Sequence[Sequence[Any]], now: int
-) -> list[Any]:
-    """The parameters of `Dialect.append_after_sql`.
-
-    Args:
-        seen: The session's (pk, head id, head depth) as the store last saw them.
-        rows: The message rows `plan_chain` laid out under that head.
-        now: The time to record as the session's last activity, in microseconds.
-    """
-    last = rows[-1]
-    params: list[Any] = [last[1], last[3], len(rows), now, *seen]
-    for row in rows:
-        params += row
-    return params
 
 
 def decode_cursor_pair(cursor: str | None) -> tuple[int, int]:

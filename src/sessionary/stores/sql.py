@@ -371,7 +371,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         now = now_us()
         try:
             if seen is not None and (expected is Head.ANY or expected == seen[1]):
-                params = shared.append_after_params(seen, rows, now)
+                params = dialect.append_after_params(seen, rows, now)
                 sql = dialect.append_after_sql(len(rows))
                 if (await self._driver.run_alone(sql, params))[1]:
                     self._saw_head(key, seen[0], last)

@@ -64,6 +64,9 @@ __all__ = ["MySQLDialect", "to_boolean_mode"]
 _TOKEN = "s_"
 _ID = "VARCHAR(128) NOT NULL"
 _TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+_LONGEST = 254
+"""The longest token a server can index: `s_` and a word of the largest setting of
+`innodb_ft_max_token_size` (252 characters)."""
 _OVERFETCH = 10
 """Candidates fetched beyond `limit`, for the few the Python check may drop."""
 
@@ -302,10 +305,16 @@ COMMIT"""
         )
 
     def index_text(self, text: str) -> str:
-        """The tokens `messages.text` holds for a message's text (see the module docstring)."""
+        """The tokens `messages.text` holds for a message's text (see the module docstring).
+
+        A token longer than any server indexes (`_LONGEST`) is left out: it could never
+        be found, and a long one (a base64 blob in a tool result) would double what the
+        INSERT carries, which must fit in `max_allowed_packet`.
+        """
         if text.isascii():  # folding ASCII is lowering it, and leaves each word one word
-            return " ".join([_TOKEN + word for word in words(text.lower())])
-        return " ".join(map(_token, words(text)))
+            longest = _LONGEST - len(_TOKEN)
+            return " ".join([_TOKEN + w for w in words(text.lower()) if len(w) <= longest])
+        return " ".join([t for t in map(_token, words(text)) if len(t) <= _LONGEST])
 
     def search_sql(
         self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None

@@ -60,7 +60,8 @@ __all__ = [
     "Migration",
     "decode_cursor_pair",
     "import_rows",
-    "insert_statements",
+    "insert_chunks",
+    "insert_statement",
     "session_row",
     "plan_chain",
     "redact",
@@ -363,18 +364,25 @@ def import_rows(
     return rows, (info.head_id, head_depth, len(rows))
 
 
-def insert_statements(rows: Sequence[Sequence[Any]]) -> Iterator[tuple[str, list[Any]]]:
-    """Multi-row INSERTs of message rows, each under `CHUNK` rows and about 4 MB."""
-    batch: list[Any] = []
-    count = size = 0
-    for row in rows:
-        batch.extend(row)
-        count, size = count + 1, size + len(row[6]) + len(row[7])
-        if count == CHUNK or size > 4_000_000:
-            yield INSERT_MESSAGES + ", ".join([INSERT_MESSAGE] * count), batch
-            batch, count, size = [], 0, 0
-    if count:
-        yield INSERT_MESSAGES + ", ".join([INSERT_MESSAGE] * count), batch
+def insert_chunks(rows: Sequence[Sequence[Any]]) -> Iterator[Sequence[Sequence[Any]]]:
+    """Message rows in chunks for multi-row INSERTs: under `CHUNK` rows and about 4 MB each.
+
+    A row larger than that goes in a chunk of its own.
+    """
+    start = size = 0
+    for end, row in enumerate(rows):
+        weight = len(row[6]) + len(row[7])
+        if end > start and (end - start == CHUNK or size + weight > 4_000_000):
+            yield rows[start:end]
+            start, size = end, 0
+        size += weight
+    if start < len(rows):
+        yield rows[start:]
+
+
+def insert_statement(rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]]:
+    """One multi-row INSERT of message rows, and its parameters."""
+    return INSERT_MESSAGES + ", ".join([INSERT_MESSAGE] * len(rows)), [v for r in rows for v in r]
 
 
 def session_row(

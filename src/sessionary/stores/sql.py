@@ -33,6 +33,7 @@ from sessionary.errors import (
     HeadConflict,
     InvalidInput,
     MessageNotFound,
+    PayloadTooLarge,
     SchemaError,
     SessionNotFound,
 )
@@ -355,8 +356,8 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         Where this store saw the session's head last (its own last append), it appends
         after that head if the head has not moved since (`append_after_sql`); else it
         locks, checks and appends (`append_sql`). Returns None where it did not append
-        (no such session, a stale head, an id already stored, no script): the general
-        path then does what those cases need.
+        (no such session, a stale head, an id already stored, no script, rows too large
+        for one statement): the general path then does what those cases need.
         """
         dialect = self._dialect
         if not dialect.appends_alone:
@@ -380,6 +381,8 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
             found = (await self._driver.run_alone(dialect.append_sql(len(rows)), params))[0]
         except AlreadyExists:
             self._heads.pop(key, None)
+            return None
+        except PayloadTooLarge:  # one script cannot carry the rows; statements of their own can
             return None
         if not found or not found[0][1]:
             self._heads.pop(key, None)
@@ -433,8 +436,24 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         raise MessageNotFound(f"parent message {parent!r} is not in this session")
 
     async def _insert_messages(self, tx: AsyncTransaction, rows: Sequence[Sequence[Any]]) -> None:
-        for sql, params in shared.insert_statements(rows):
-            await tx.execute(sql, params)
+        for chunk in shared.insert_chunks(rows):
+            await self._insert_chunk(tx, chunk)
+
+    async def _insert_chunk(self, tx: AsyncTransaction, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert rows in one statement, or in halves where the driver refuses it as too large.
+
+        (MySQL's statements must fit the server's `max_allowed_packet`; its driver refuses
+        one that does not before sending it, so the transaction goes on.)
+        """
+        try:
+            await tx.execute(*shared.insert_statement(rows))
+        except PayloadTooLarge as exc:
+            if len(rows) == 1:
+                message = f"message {rows[0][1]} does not fit in one statement: {exc}"
+                raise PayloadTooLarge(message) from None
+            half = len(rows) // 2
+            await self._insert_chunk(tx, rows[:half])
+            await self._insert_chunk(tx, rows[half:])
 
     # ------------------------------------------------------------------ other writes
 

@@ -39,6 +39,7 @@ from sessionary.errors import (
     HeadConflict,
     InvalidInput,
     MessageNotFound,
+    PayloadTooLarge,
     SchemaError,
     SessionNotFound,
 )
@@ -351,8 +352,8 @@ class SQLStore(SQLState, SQLDocuments):
         Where this store saw the session's head last (its own last append), it appends
         after that head if the head has not moved since (`append_after_sql`); else it
         locks, checks and appends (`append_sql`). Returns None where it did not append
-        (no such session, a stale head, an id already stored, no script): the general
-        path then does what those cases need.
+        (no such session, a stale head, an id already stored, no script, rows too large
+        for one statement): the general path then does what those cases need.
         """
         dialect = self._dialect
         if not dialect.appends_alone:
@@ -376,6 +377,8 @@ class SQLStore(SQLState, SQLDocuments):
             found = (self._driver.run_alone(dialect.append_sql(len(rows)), params))[0]
         except AlreadyExists:
             self._heads.pop(key, None)
+            return None
+        except PayloadTooLarge:  # one script cannot carry the rows; statements of their own can
             return None
         if not found or not found[0][1]:
             self._heads.pop(key, None)
@@ -429,8 +432,24 @@ class SQLStore(SQLState, SQLDocuments):
         raise MessageNotFound(f"parent message {parent!r} is not in this session")
 
     def _insert_messages(self, tx: Transaction, rows: Sequence[Sequence[Any]]) -> None:
-        for sql, params in shared.insert_statements(rows):
-            tx.execute(sql, params)
+        for chunk in shared.insert_chunks(rows):
+            self._insert_chunk(tx, chunk)
+
+    def _insert_chunk(self, tx: Transaction, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert rows in one statement, or in halves where the driver refuses it as too large.
+
+        (MySQL's statements must fit the server's `max_allowed_packet`; its driver refuses
+        one that does not before sending it, so the transaction goes on.)
+        """
+        try:
+            tx.execute(*shared.insert_statement(rows))
+        except PayloadTooLarge as exc:
+            if len(rows) == 1:
+                message = f"message {rows[0][1]} does not fit in one statement: {exc}"
+                raise PayloadTooLarge(message) from None
+            half = len(rows) // 2
+            self._insert_chunk(tx, rows[:half])
+            self._insert_chunk(tx, rows[half:])
 
     # ------------------------------------------------------------------ other writes
 

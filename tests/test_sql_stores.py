@@ -5,11 +5,13 @@ Everything else they do is pinned by tests/conformance and tests/guarantees.
 
 from __future__ import annotations
 
+import asyncio
 import doctest
 import sys
 import threading
 from typing import Any
 
+import pymysql
 import pytest
 
 import sessionary
@@ -17,6 +19,7 @@ from sessionary import Message
 from sessionary.errors import BackendNotInstalled, InvalidURL, SchemaError, StoreUnavailable
 from sessionary.query import parse_query
 from sessionary.stores import _mysql_sql, _postgres_sql
+from sessionary.stores.mysql import connect_options
 from sessionary.stores.urls import parse_store_url
 
 SERVERS = [
@@ -257,3 +260,30 @@ def test_mysql_search_backlog_stays_short_with_short_lived_stores(mysql_url: str
         with sessionary.SessionManager(mysql_url) as later:
             later.session("s").append(Message.user(f"gull {n}"))
             assert _count(later, "SELECT count(*) FROM search_pending") == 1
+
+
+async def test_mysql_an_append_cancelled_in_a_search_catch_up_ends_cancelled(
+    mysql_url: str,
+) -> None:
+    # A new store catches the search index up before its first append. An append
+    # cancelled there must end cancelled (wait_for's TimeoutError), not as the
+    # connection error of giving the index lock back on the connection the
+    # cancellation closed (the server released the lock with that connection).
+    async with sessionary.AsyncSessionManager(mysql_url) as first:
+        queued = await (await first.create(id="s")).append(Message.user("pelican"))
+    blocker = pymysql.connect(**connect_options(mysql_url, 5, "database"))
+    try:
+        blocker.begin()
+        with blocker.cursor() as cursor:  # the catch-up's DELETE of it waits for this lock
+            assert cursor.execute("SELECT seq FROM search_pending FOR UPDATE") == 1
+        async with sessionary.AsyncSessionManager(mysql_url) as manager:
+            session = manager.session("s")
+            assert len(await session.history()) == 1  # the store is open and migrated
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(session.append(Message.user("heron")), timeout=1)
+            blocker.rollback()
+            after = await session.append(Message.user("heron"))
+            assert [m.id for m in await session.history()] == [queued.id, after.id]
+            assert [hit.message_id for hit in await manager.search("pelican")] == [queued.id]
+    finally:
+        blocker.close()

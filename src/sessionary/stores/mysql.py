@@ -9,8 +9,16 @@ explicit transaction.
 `store_error` is the one place the driver's exceptions become sessionary's.
 
 The pool opens on first use, after a first connection has migrated the schema (see
-`MySQLDialect`). Messages travel in one packet each: the server's `max_allowed_packet`
-must exceed the store's `max_message_bytes`. Install with `pip install 'sessionary[mysql]'`.
+`MySQLDialect`) and read the server's `max_allowed_packet`. Every statement, its values
+escaped, must be smaller than that packet, or the server refuses it and may drop the
+connection; so a statement that would not fit is refused before it is sent, as
+`PayloadTooLarge` (`_fitting`), and the store writes a large batch in several
+statements. The effective limit of one message is therefore the smaller of the store's
+`max_message_bytes` and what its row takes in an INSERT: its JSON body (a quote,
+backslash or line break escaped to two bytes) plus its search tokens (each indexable
+word again, prefixed with `s_`), plus a few hundred bytes. With MariaDB's default packet
+of 16 MiB that is about 7 MB of prose; MySQL 8's default is 64 MiB. Install with
+`pip install 'sessionary[mysql]'`.
 
 Waits are bounded (see `_waits`): connecting, the server's greeting and login included,
 takes at most `connect_timeout` seconds; a lock wait at most `timeout`
@@ -37,6 +45,7 @@ import pymysql  # type: ignore[import-untyped]
 from sessionary.errors import (
     AlreadyExists,
     Closed,
+    PayloadTooLarge,
     SessionaryError,
     StoreError,
     StoreUnavailable,
@@ -146,6 +155,35 @@ def session_setup(version: str, timeout: float = REQUEST_TIMEOUT) -> str:
     )
 
 
+def _fitting(
+    cursor: Any, sql: str, params: Sequence[Any], packet: int
+) -> tuple[str, tuple[Any, ...] | None]:
+    """A statement and its arguments for `cursor.execute`, known to fit in a packet.
+
+    The server refuses a statement of `packet` bytes or more (`max_allowed_packet`, the
+    command byte included), and may drop the connection. A bound clears most statements
+    at once; one near the limit is escaped here to be measured, and returned escaped.
+
+    Raises:
+        PayloadTooLarge: If the statement does not fit; nothing was sent.
+    """
+    args = tuple(params) or None
+    if not packet or _size_bound(sql, args or ()) < packet:
+        return sql, args
+    query: str = cursor.mogrify(sql, args)
+    size = 1 + len(query.encode())
+    if size >= packet:
+        limit = f"the server's max_allowed_packet ({packet} bytes)"
+        raise PayloadTooLarge(f"a statement of {size} bytes is over {limit}")
+    return query, None
+
+
+def _size_bound(sql: str, args: Sequence[Any]) -> int:
+    """At least a statement's bytes: a character takes at most 4, escaped or in UTF-8."""
+    chars = len(sql) + sum(len(a) for a in args if isinstance(a, str | bytes | bytearray))
+    return 1 + 4 * chars + 32 * len(args)
+
+
 class _Cursor(aiomysql.Cursor):  # type: ignore[misc]
     """aiomysql's cursor, sending binary parameters as hex literals.
 
@@ -165,31 +203,32 @@ class _Cursor(aiomysql.Cursor):  # type: ignore[misc]
 class _AsyncTransaction:
     """A transaction's statements; each first renews the deadline on its answer."""
 
-    __slots__ = ("_cursor", "_renew")
+    __slots__ = ("_cursor", "_packet", "_renew")
 
-    def __init__(self, cursor: aiomysql.Cursor, renew: Callable[[], None]) -> None:
+    def __init__(self, cursor: aiomysql.Cursor, renew: Callable[[], None], packet: int) -> None:
         self._cursor = cursor
         self._renew = renew
+        self._packet = packet
+
+    def _args(self, sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...] | None]:
+        self._renew()
+        return _fitting(self._cursor, sql, params, self._packet)
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        self._renew()
-        return int(await self._cursor.execute(sql, tuple(params) or None))
+        return int(await self._cursor.execute(*self._args(sql, params)))
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        self._renew()
-        await self._cursor.execute(sql, tuple(params) or None)
+        await self._cursor.execute(*self._args(sql, params))
         row: Row | None = await self._cursor.fetchone()
         return row
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        self._renew()
-        await self._cursor.execute(sql, tuple(params) or None)
+        await self._cursor.execute(*self._args(sql, params))
         return list(await self._cursor.fetchall())
 
     async def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
         del key  # the AUTO_INCREMENT column
-        self._renew()
-        await self._cursor.execute(sql, tuple(params))
+        await self._cursor.execute(*self._args(sql, params))
         return int(self._cursor.lastrowid)
 
     async def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
@@ -226,6 +265,8 @@ class AsyncMySQLDriver:
         self._pool: aiomysql.Pool | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        self._packet = 0
+        """The server's `max_allowed_packet`, read at `start`."""
 
     async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -237,10 +278,10 @@ class AsyncMySQLDriver:
             conn = await self._connect(aiomysql.connect(**self._options))
             try:
                 async with conn.cursor(_Cursor) as cursor:
-                    await cursor.execute("SELECT VERSION()")
-                    version = (await cursor.fetchone())[0]
+                    await cursor.execute("SELECT VERSION(), @@max_allowed_packet")
+                    version, self._packet = await cursor.fetchone()
                     self._options["init_command"] = session_setup(version, self._timeout)
-                    await setup(_AsyncTransaction(cursor, _unbounded))
+                    await setup(_AsyncTransaction(cursor, _unbounded, self._packet))
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
             finally:
@@ -285,7 +326,7 @@ class AsyncMySQLDriver:
             async with self._connection() as conn, deadline(self._timeout + GRACE):
                 try:
                     async with conn.cursor() as cursor:
-                        await cursor.execute(sql, tuple(params))
+                        await cursor.execute(*_fitting(cursor, sql, params, self._packet))
                         rows: list[Row] = []
                         changed = 0
                         while True:
@@ -312,7 +353,7 @@ class AsyncMySQLDriver:
                 await conn.begin()
                 try:
                     async with conn.cursor(_Cursor) as cursor:
-                        yield _AsyncTransaction(cursor, renew)
+                        yield _AsyncTransaction(cursor, renew, self._packet)
                     renew()
                     await conn.commit()
                 except BaseException:
@@ -332,26 +373,30 @@ class AsyncMySQLDriver:
 
 
 class _Transaction:
-    __slots__ = ("_cursor",)
+    __slots__ = ("_cursor", "_packet")
 
-    def __init__(self, cursor: pymysql.cursors.Cursor) -> None:
+    def __init__(self, cursor: pymysql.cursors.Cursor, packet: int = 0) -> None:
         self._cursor = cursor
+        self._packet = packet
+
+    def _args(self, sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...] | None]:
+        return _fitting(self._cursor, sql, params, self._packet)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self._cursor.execute(sql, tuple(params) or None))
+        return int(self._cursor.execute(*self._args(sql, params)))
 
     def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        self._cursor.execute(sql, tuple(params) or None)
+        self._cursor.execute(*self._args(sql, params))
         row: Row | None = self._cursor.fetchone()
         return row
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        self._cursor.execute(sql, tuple(params) or None)
+        self._cursor.execute(*self._args(sql, params))
         return list(self._cursor.fetchall())
 
     def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
         del key  # the AUTO_INCREMENT column
-        self._cursor.execute(sql, tuple(params))
+        self._cursor.execute(*self._args(sql, params))
         return int(self._cursor.lastrowid)
 
     def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
@@ -449,6 +494,8 @@ class MySQLDriver:
         self._pool = _Pool(self._options, max(1, pool_size), timeout + GRACE, self._where)
         self._lock = threading.Lock()
         self._started = False
+        self._packet = 0
+        """The server's `max_allowed_packet`, read at `start`."""
 
     def start(self, setup: Callable[[_Transaction], None]) -> None:
         """Run `setup` (the migrations) on a first connection, then use the pool."""
@@ -460,10 +507,10 @@ class MySQLDriver:
             conn = _connect(self._options, None, self._where)
             try:
                 with conn.cursor() as cursor:
-                    cursor.execute("SELECT VERSION()")
-                    version = cursor.fetchone()[0]
+                    cursor.execute("SELECT VERSION(), @@max_allowed_packet")
+                    version, self._packet = cursor.fetchone()
                     self._options["init_command"] = session_setup(version, self._timeout)
-                    setup(_Transaction(cursor))
+                    setup(_Transaction(cursor, self._packet))
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
             finally:
@@ -477,7 +524,7 @@ class MySQLDriver:
             with self._pool.connection() as conn:
                 try:
                     with conn.cursor() as cursor:
-                        cursor.execute(sql, tuple(params))
+                        cursor.execute(*_fitting(cursor, sql, params, self._packet))
                         rows: list[Row] = []
                         changed = 0
                         while True:
@@ -503,7 +550,7 @@ class MySQLDriver:
                 conn.begin()
                 try:
                     with conn.cursor() as cursor:
-                        yield _Transaction(cursor)
+                        yield _Transaction(cursor, self._packet)
                     conn.commit()
                 except BaseException:
                     with contextlib.suppress(*_ERRORS):

@@ -33,11 +33,16 @@ class AsyncRunner:
     rows, say) runs inline when that lock is free at once. It never waits for the lock,
     so the event loop never waits for a write, a sync or another process's lock; when
     the engine is busy the call takes the queue like any other.
+
+    `close` may be called any number of times; only the first closes the engine. A call
+    made after it runs inline, against the closed engine, which refuses it with its own
+    typed error: the worker is gone, and a job queued for it would wait forever.
     """
 
     def __init__(self, blocking: bool, lock: _Lock | None = None) -> None:
         self._queue: queue.SimpleQueue[_Job | None] | None = None
         self._lock = lock
+        self.closed = False
         if blocking:
             self._queue = queue.SimpleQueue()
             self._thread = threading.Thread(
@@ -62,6 +67,8 @@ class AsyncRunner:
         elif quick is None or lock is None:
 
             async def call(*args: Any) -> T:
+                if self.closed:
+                    return fn(*args)
                 return await _submit(jobs, fn, args)
 
         else:
@@ -72,6 +79,8 @@ class AsyncRunner:
                         return fn(*args)
                     finally:
                         lock.release()
+                if self.closed:
+                    return fn(*args)
                 return await _submit(jobs, fn, args)
 
         call.__name__ = call.__qualname__ = getattr(fn, "__name__", "call")
@@ -79,15 +88,25 @@ class AsyncRunner:
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Call `fn(*args)` and return its result."""
-        if self._queue is None:
+        if self._queue is None or self.closed:
             return fn(*args)
         return await _submit(self._queue, fn, args)
 
     async def close(self, fn: Callable[[], None]) -> None:
-        """Call `fn` (the engine's close) and stop the worker thread."""
-        await self.run(fn)
-        if self._queue is not None:
-            self._queue.put(None)
+        """Call `fn` (the engine's close) and stop the worker thread, the first time only.
+
+        The stop is queued behind the close at once, with no await in between, so no job
+        of this event loop can be queued after it.
+        """
+        if self.closed:
+            return
+        self.closed = True
+        if self._queue is None:
+            fn()
+            return
+        done = _submit(self._queue, fn, ())
+        self._queue.put(None)
+        await done
 
 
 class _Lock(Protocol):
@@ -139,6 +158,7 @@ class Runner:
 
     def __init__(self, blocking: bool, lock: _Lock | None = None) -> None:
         del blocking, lock
+        self.closed = False
 
     def bind(
         self, fn: Callable[..., T], quick: Callable[..., bool] | None = None
@@ -152,5 +172,7 @@ class Runner:
         return fn(*args)
 
     def close(self, fn: Callable[[], None]) -> None:
-        """Call `fn` (the engine's close)."""
-        fn()
+        """Call `fn` (the engine's close), the first time only."""
+        if not self.closed:
+            self.closed = True
+            fn()

@@ -390,6 +390,7 @@ def test_import_twice_is_refused(
         ("[1, 2]\n", "line 1: expected a JSON object"),
         ('{"type": "nonsense"}\n', "unknown record type 'nonsense'"),
         (b"\xff\xfe\n", "not UTF-8"),
+        ("[" * 100_000 + "]" * 100_000 + "\n", "line 1: the JSON is nested too deep"),
     ],
 )
 def test_import_errors(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sessionary.errors import InvalidInput
+from sessionary.records import load_json
 
 __all__ = ["NAMESPACE", "AgentState"]
 
@@ -97,7 +98,7 @@ class AgentState:
             InvalidInput: If `text` is not JSON or not an agent state object.
         """
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except (TypeError, ValueError) as exc:
             raise InvalidInput(f"agent state is not JSON: {exc}") from None
         return cls.from_dict(data)

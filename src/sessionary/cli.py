@@ -52,7 +52,7 @@ from sessionary._sync.stores.registry import open_store
 from sessionary.errors import SessionaryError, SessionNotFound
 from sessionary.migrate import MigrationProgress, MigrationResult, migrate, verify
 from sessionary.model import Message, Role
-from sessionary.records import SearchHit, SessionInfo, info_to_dict
+from sessionary.records import SearchHit, SessionInfo, info_to_dict, load_json
 from sessionary.stores.urls import parse_store_url
 
 __all__ = [
@@ -274,10 +274,12 @@ def _parse_records(lines: Iterable[str], name: str) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = load_json(line)
             except json.JSONDecodeError as exc:
                 where = f"{name}, line {number}, column {exc.colno}"
                 raise CLIError(f"{where}: not valid JSON ({exc.msg}); nothing imported") from None
+            except ValueError as exc:  # nested too deep to decode
+                raise CLIError(f"{name}, line {number}: {exc}; nothing imported") from None
             if not isinstance(record, dict):
                 raise CLIError(f"{name}, line {number}: expected a JSON object; nothing imported")
             records.append(record)

@@ -39,6 +39,8 @@ from sessionary.errors import (
     AlreadyExists,
     HeadConflict,
     InvalidId,
+    InvalidMessage,
+    InvalidPatch,
     SessionNotFound,
     VersionConflict,
 )
@@ -120,8 +122,16 @@ def _moment(timestamp: float) -> datetime:
 
 
 def event_to_message(event: Event) -> Message:
-    """Return the sessionary message one ADK event is stored as."""
-    data = event.model_dump(mode="json", exclude_none=True)
+    """Return the sessionary message one ADK event is stored as.
+
+    Raises:
+        InvalidMessage: If the event cannot be dumped as JSON (pydantic refuses one
+            nested past its own limit).
+    """
+    try:
+        data = event.model_dump(mode="json", exclude_none=True)
+    except ValueError as exc:
+        raise InvalidMessage(f"the event cannot be stored as JSON: {exc}") from None
     content = data.pop("content", None)
     role: Role = "user" if event.author == "user" else "assistant"
     parts: list[Part] = []
@@ -177,7 +187,11 @@ def message_to_event(message: Message) -> Event:
 def _split_state(state: dict[str, Any]) -> dict[StateLevel, dict[str, Any]]:
     """Split ADK state by scope: prefixes stripped, `temp:` keys dropped."""
     levels: dict[StateLevel, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
-    for key, value in to_jsonable_python(state).items():
+    try:
+        jsonable = to_jsonable_python(state)
+    except ValueError as exc:  # e.g. nested past pydantic's limit
+        raise InvalidPatch(f"the state cannot be stored as JSON: {exc}") from None
+    for key, value in jsonable.items():
         if key.startswith(AdkState.APP_PREFIX):
             levels["app"][key.removeprefix(AdkState.APP_PREFIX)] = value
         elif key.startswith(AdkState.USER_PREFIX):

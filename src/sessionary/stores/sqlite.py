@@ -39,7 +39,7 @@ from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
     check_limit,
-    encode_json,
+    encode_imported_state,
     prepare_messages,
 )
 from sessionary.stores._rows import FOREVER, first, now_us, stored_copy
@@ -530,9 +530,7 @@ class SQLiteEngine(SQLiteDocuments):
         state: State | None,
     ) -> SessionInfo:
         prepared = prepare_messages(messages, self.max_message_bytes, plain=True)
-        state_text = None
-        if state is not None and state.version:
-            state_text = encode_json(state.data, "session state", self.max_message_bytes)
+        state_text = encode_imported_state(state, self.max_message_bytes)
         with self._write() as db:
             pk = self._insert_session(db, scope, info)
             for item in prepared:

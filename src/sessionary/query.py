@@ -160,6 +160,8 @@ def to_fts5(query: Query) -> str:
 
     Every term becomes a quoted FTS5 string, so only the operators written here are ever
     operators. FTS5's ``NOT`` is binary, hence the ``(positive) NOT (exclusions)`` shape.
+    FTS5 limits neither a phrase's words nor (it flattens them) chains of ``AND`` and
+    ``OR``, so every query within `MAX_QUERY_LENGTH` and `MAX_QUERY_TERMS` runs.
 
     Args:
         query: A query, normally from `parse_query`.

@@ -16,6 +16,7 @@ from sessionary.ids import check_id
 __all__ = [
     "ANY",
     "HEAD",
+    "MAX_JSON_DEPTH",
     "Document",
     "DocumentHit",
     "Expected",
@@ -29,7 +30,6 @@ __all__ = [
     "SessionUpdate",
     "State",
     "StateLevel",
-    "MAX_JSON_DEPTH",
     "check_json",
     "check_object",
     "check_patch",

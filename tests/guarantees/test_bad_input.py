@@ -31,7 +31,7 @@ from sessionary import (
     TextPart,
     ToolCallPart,
 )
-from sessionary.records import MAX_JSON_DEPTH
+from sessionary.records import MAX_JSON_DEPTH, SessionInfo, State
 from sessionary.stores.base import SEARCH
 
 SEED = "seed"
@@ -477,6 +477,21 @@ BAD_JSON: dict[str, tuple[Action, type[InvalidInput]]] = {
     ),
     "new session's metadata 5,000 deep": (
         lambda m, s: m.create(metadata={"x": VERY_DEEP}),
+        InvalidInput,
+    ),
+    "imported session state 5,000 deep": (
+        lambda m, s: m.store.import_session(
+            m.scope, SessionInfo(id="imported"), [], State({"x": VERY_DEEP}, 1)
+        ),
+        InvalidInput,
+    ),
+    "imported session state a list": (
+        lambda m, s: m.store.import_session(
+            m.scope,
+            SessionInfo(id="imported"),
+            [],
+            State([1, 2], 1),  # type: ignore[arg-type]
+        ),
         InvalidInput,
     ),
     "document body 5,000 deep": (_doc({"x": VERY_DEEP}), InvalidDocument),

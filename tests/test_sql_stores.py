@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import doctest
+import re
 import sys
 import threading
 from typing import Any
@@ -18,6 +19,7 @@ import sessionary
 from sessionary import Message
 from sessionary.errors import BackendNotInstalled, InvalidURL, SchemaError, StoreUnavailable
 from sessionary.query import parse_query
+from sessionary.records import Scope
 from sessionary.stores import _mysql_sql, _postgres_sql
 from sessionary.stores.mysql import connect_options
 from sessionary.stores.urls import parse_store_url
@@ -188,6 +190,24 @@ def test_a_newer_schema_is_refused(server_url: str) -> None:
 def test_query_rendering_examples() -> None:
     for module in (_postgres_sql, _mysql_sql):
         assert doctest.testmod(module).failed == 0
+
+
+def test_postgres_snippets_are_asked_for_words_never_phrases() -> None:
+    """`ts_headline` given a phrase takes memory that grows much faster than the text.
+
+    A 20-word phrase over 200,000 repeated words asked the server for 1.6 GB; larger
+    ones got its process killed. So snippets are asked for the query's words, any of
+    them, at most `HEADLINE_WORDS` of them.
+    """
+    dialect = _postgres_sql.PostgresDialect()
+    query = parse_query('"black cat" OR dog* -"hot dog" ' + ".".join(f"w{i}" for i in range(40)))
+    _, params = dialect.search_sql(Scope(), query, 10, None, None)
+    _, doc_params = dialect.document_search_sql(("session", "t", "u", "s"), None, query, 10)
+    for headline in (params[0], doc_params[0]):
+        items = headline.split(" | ")
+        assert items[:4] == ["'black'", "'cat'", "'dog':*", "'w0'"]
+        assert len(items) == _postgres_sql.HEADLINE_WORDS
+        assert all(re.fullmatch(r"'\w+'(:\*)?", item) for item in items)
 
 
 def test_every_word_is_searchable(server_url: str) -> None:

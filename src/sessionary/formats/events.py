@@ -16,7 +16,6 @@ text. Timestamps keep millisecond precision.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -43,6 +42,7 @@ from sessionary.model import (
     from_micros,
     to_micros,
 )
+from sessionary.records import load_json
 
 __all__ = ["from_events", "to_events"]
 
@@ -186,7 +186,7 @@ def from_events(events: Iterable[Mapping[str, JSON] | Any]) -> list[Message]:
 def _from_row(row: dict[str, JSON], where: str) -> dict[str, JSON]:
     meta = row.get("metadata")
     try:
-        fields = json.loads(meta) if isinstance(meta, str) else {}
+        fields = load_json(meta) if isinstance(meta, str) else {}
     except ValueError:
         raise InvalidMessage(f"{where}.metadata: is not JSON") from None
     if not isinstance(fields, dict):

@@ -47,6 +47,8 @@ from sessionary.errors import (
     AlreadyExists,
     HeadConflict,
     InvalidId,
+    InvalidMessage,
+    InvalidPatch,
     SessionNotFound,
     VersionConflict,
 )
@@ -134,8 +136,16 @@ def _moment(timestamp: float) -> datetime:
 
 
 def event_to_message(event: Event) -> Message:
-    """Return the sessionary message one ADK event is stored as."""
-    data = event.model_dump(mode="json", exclude_none=True)
+    """Return the sessionary message one ADK event is stored as.
+
+    Raises:
+        InvalidMessage: If the event cannot be dumped as JSON (pydantic refuses one
+            nested past its own limit).
+    """
+    try:
+        data = event.model_dump(mode="json", exclude_none=True)
+    except ValueError as exc:
+        raise InvalidMessage(f"the event cannot be stored as JSON: {exc}") from None
     content = data.pop("content", None)
     role: Role = "user" if event.author == "user" else "assistant"
     parts: list[Part] = []
@@ -225,7 +235,11 @@ def _decode_state(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _split_state(state: dict[str, Any]) -> dict[StateLevel, dict[str, Any]]:
     """Split ADK state by scope, encoded for storing: prefixes stripped, `temp:` keys dropped."""
     levels: dict[StateLevel, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
-    for key, raw in to_jsonable_python(state).items():
+    try:
+        jsonable = to_jsonable_python(state)
+    except ValueError as exc:  # e.g. nested past pydantic's limit
+        raise InvalidPatch(f"the state cannot be stored as JSON: {exc}") from None
+    for key, raw in jsonable.items():
         value = _encode_value(raw)
         if key.startswith(AdkState.APP_PREFIX):
             levels["app"][key.removeprefix(AdkState.APP_PREFIX)] = value

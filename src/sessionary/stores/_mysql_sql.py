@@ -21,6 +21,8 @@ against the query in Python on the message's own text, which also builds the
 highlighted snippet, so the hits are exactly the in-memory store's (no stemming; case
 and accents folded). What differs: words longer than `innodb_ft_max_token_size` (84)
 less 2 characters are not indexed and cannot be found; the rank is InnoDB's relevance.
+A phrase over InnoDB's 128 words is searched by its runs of 128 words and checked whole
+in Python (see `to_boolean_mode`).
 
 The FULLTEXT index over messages lives in a table of its own, `message_search (seq,
 text)`, kept in step in batches (migration 3). InnoDB updates a FULLTEXT index at every
@@ -59,8 +61,10 @@ from sessionary.records import DocumentHit, Expected, Head, Scope, SearchHit
 from sessionary.stores._sql_common import Dialect, Migration
 from sessionary.stores._textmatch import fold, match_text
 
-__all__ = ["MySQLDialect", "to_boolean_mode"]
+__all__ = ["PHRASE_WORDS", "MySQLDialect", "to_boolean_mode"]
 
+PHRASE_WORDS = 128
+"""The most words InnoDB searches as one phrase (`MAX_PROXIMITY_ITEM` in its source)."""
 _TOKEN = "s_"
 _ID = "VARCHAR(128) NOT NULL"
 _TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
@@ -418,13 +422,25 @@ COMMIT"""
 def to_boolean_mode(query: Query) -> str:
     """Render a query for `MATCH ... AGAINST (... IN BOOLEAN MODE)`.
 
+    InnoDB refuses a phrase of more than `PHRASE_WORDS` words ("Too many words in a FTS
+    phrase"). A longer phrase is searched as all of its runs of that many words, each a
+    phrase of its own (`(+"run 1" +"run 2")`): every message holding the phrase holds
+    them, and the check in Python drops the few that hold them apart. A longer phrase
+    to exclude is left to that check alone, since excluding its runs could drop a
+    message that holds them apart.
+
     Examples:
         >>> from sessionary.query import parse_query
         >>> to_boolean_mode(parse_query('pet Cat OR dog* -"hot dog"'))
         '+(s_pet) +(s_cat s_dog*) -"s_hot s_dog"'
+        >>> long = to_boolean_mode(parse_query(".".join(["x"] * 130)))
+        >>> long.startswith('+((+"s_x s_x s_x'), long.endswith('s_x" +"s_x s_x"))')
+        (True, True)
     """
     positive = " ".join("+(" + " ".join(map(_term, group)) + ")" for group in query.groups)
-    excluded = "".join(f" -{_term(term)}" for term in query.excluded)
+    excluded = "".join(
+        f" -{_term(term)}" for term in query.excluded if len(words(term.text)) <= PHRASE_WORDS
+    )
     return positive + excluded
 
 
@@ -433,6 +449,9 @@ def _term(term: Term) -> str:
     tokens = list(map(_token, words(term.text)))
     if not tokens:
         raise InvalidQuery(f"the search term {term.text!r} holds no word")
+    if len(tokens) > PHRASE_WORDS:
+        runs = [tokens[i : i + PHRASE_WORDS] for i in range(0, len(tokens), PHRASE_WORDS)]
+        return "(" + " ".join('+"' + " ".join(run) + '"' for run in runs) + ")"
     if len(tokens) > 1:
         return '"' + " ".join(tokens) + '"'
     return tokens[0] + ("*" if term.prefix else "")

@@ -66,6 +66,7 @@ from sessionary.stores._common import (
     check_session_fields,
     check_totals,
     empty_state,
+    encode_imported_state,
     encode_json,
     gc_paused,
     next_state,
@@ -526,10 +527,8 @@ class AsyncRedisStore(AsyncRedisDocuments):
         encode_json(info.metadata, "session metadata", self.max_message_bytes)
         row = _new_row(info)
         plan = import_plan(prepared, info.head_id, self.snapshot_frequency)
-        state_arg = ""
-        if state is not None and state.version:
-            encoded = encode_json(state.data, "session state", self.max_message_bytes)
-            state_arg = state_text(state.version, encoded)
+        encoded = encode_imported_state(state, self.max_message_bytes)
+        state_arg = "" if encoded is None or state is None else state_text(state.version, encoded)
         keys = self._keys(scope)
         args = [row_text(row), str(_micros(row.updated_at)), keys.member, *plan.head_args]
         args += [state_arg, *plan.section_args]

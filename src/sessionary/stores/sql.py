@@ -60,6 +60,7 @@ from sessionary.stores._common import (
     check_limit,
     check_session_fields,
     check_totals,
+    encode_imported_state,
     encode_json,
     prepare_messages,
     scopes_from_rows,
@@ -685,9 +686,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
     ) -> SessionInfo:
         prepared = prepare_messages(messages, self.max_message_bytes)
         check_session_fields(info)
-        state_text = None
-        if state is not None and state.version:
-            state_text = encode_json(state.data, "session state", self.max_message_bytes)
+        state_text = encode_imported_state(state, self.max_message_bytes)
         rows, head = import_rows(info, prepared, self._dialect.index_text)
         try:
             async with self._begin() as tx:

@@ -56,6 +56,18 @@ def test_a_section_json_cannot_hold_is_refused() -> None:
         AgentState(sections={"x": object()}).to_json()
 
 
+def test_a_plan_nested_too_deep_is_refused(manager: sessionary.SessionManager) -> None:
+    plan: dict[str, object] = {}
+    for _ in range(5000):  # a RecursionError from json.dumps before
+        plan = {"step": plan}
+    keeper = manager.create().agent_state()
+    state = keeper.load()
+    state.plan = plan
+    with pytest.raises(InvalidInput, match="deeper than 100"):
+        keeper.save(state)
+    assert keeper.load().plan == {}
+
+
 def test_save_and_resume_in_a_new_manager(manager: sessionary.SessionManager) -> None:
     session = manager.create(id="s1")
     keeper = session.agent_state()

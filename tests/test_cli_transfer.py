@@ -198,6 +198,7 @@ def test_import_bad_record_names_it_and_keeps_earlier_sessions(
         ("[1, 2]\n", "line 1: expected a JSON object"),
         ('{"type": "nonsense"}\n', "unknown record type 'nonsense'"),
         (b"\xff\xfe\n", "not UTF-8"),
+        ("[" * 100_000 + "]" * 100_000 + "\n", "line 1: the JSON is nested too deep"),
         ('{"type": "state", "level": "galaxy", "state": {}}\n', "level (user or app)"),
     ],
 )

@@ -16,6 +16,7 @@ from sessionary import query as query_module
 from sessionary.errors import InvalidInput, InvalidQuery
 from sessionary.query import Query, Term, parse_query, to_fts5, words
 from sessionary.stores._mysql_sql import MySQLDialect, _token
+from sessionary.stores._textmatch import _term_hits, fold, marked_snippet
 
 ROWS = {
     1: "the quick brown fox jumps",
@@ -52,7 +53,15 @@ def p(text: str) -> Term:
 
 
 def test_public_names() -> None:
-    assert sorted(query_module.__all__) == ["Query", "Term", "parse_query", "to_fts5", "words"]
+    assert sorted(query_module.__all__) == [
+        "MAX_QUERY_LENGTH",
+        "MAX_QUERY_TERMS",
+        "Query",
+        "Term",
+        "parse_query",
+        "to_fts5",
+        "words",
+    ]
 
 
 def test_module_examples() -> None:
@@ -361,3 +370,57 @@ def test_words_of_ascii_text_take_a_shortcut_to_the_same_words(text: str) -> Non
 def test_mysql_tokens_of_ascii_text_take_a_shortcut_to_the_same_tokens(text: str) -> None:
     tokens = MySQLDialect().index_text(text)
     assert tokens == " ".join(_token(word) for word in _words_by_category(text))
+
+
+# --- matching in Python (the memory store, MySQL's check) ------------------------------
+
+
+def _naive_hits(term: Term, tokens: list[str]) -> set[int]:
+    """Every window of the term's length compared in full: the definition of a hit."""
+    wanted = [fold(word) for word in words(term.text)]
+    size, found = len(wanted), set()
+    for i in range(len(tokens) - size + 1):
+        window = tokens[i : i + size]
+        last = window[-1].startswith(wanted[-1]) if term.prefix else window[-1] == wanted[-1]
+        if window[:-1] == wanted[:-1] and last:
+            found.update(range(i, i + size))
+    return found
+
+
+_TOKENS = st.lists(st.sampled_from(["a", "b", "ab", "ba"]), max_size=40)
+
+
+@settings(max_examples=500)
+@given(_TOKENS, st.lists(st.sampled_from(["a", "b", "ab"]), min_size=1, max_size=6), st.booleans())
+def test_phrases_are_found_where_a_window_compared_in_full_finds_them(
+    tokens: list[str], phrase: list[str], prefix: bool
+) -> None:
+    term = Term(" ".join(phrase), prefix=prefix)
+    assert _term_hits(term, tokens) == _naive_hits(term, tokens)
+
+
+def test_a_long_phrase_over_a_long_repetitive_text_is_found_everywhere() -> None:
+    tokens = ["ab"] * 20_000
+    assert _term_hits(Term(" ".join(["ab"] * 300)), tokens) == set(range(20_000))
+    assert _term_hits(Term(" ".join(["ab"] * 300) + " cd"), tokens) == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("one \x02two\x03 three", "one **two** three"),
+        ("\x02Two\x03, words!", "**Two** words"),
+        (
+            " ".join(map(str, range(30))).replace("20", "\x0220\x03"),
+            "… "
+            + " ".join(map(str, range(16, 20)))
+            + " **20** "
+            + " ".join(map(str, range(21, 30))),
+        ),
+        ("x" * 1000 + " y \x02z\x03", "… y **z**"),  # the cut half of a word is dropped
+        ("\x02a\x03 " + "b " * 5000, "**a** " + "b " * 15 + "…"),
+        ("no marks at all", "no marks at all"),
+    ],
+)
+def test_snippets_cut_from_a_highlighted_text(text: str, expected: str) -> None:
+    assert marked_snippet(text) == expected

@@ -10,6 +10,7 @@ every message in `order`, no run in the meta hash, chunks as JSON arrays).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -196,6 +197,9 @@ async def test_async_appends_survive_a_lost_script_and_a_killed_connection(
         redis_client.script_flush()
         await chat.append(Message.user("m1", id="m1"))
         store_client = manager.store._conn.client  # type: ignore[attr-defined]
-        redis_client.client_kill_filter(_id=await store_client.client_id())
+        # The store's client lives on the store's own loop (see stores/_home_loop.py).
+        home = manager.store._home._loop  # type: ignore[attr-defined]
+        asked = asyncio.run_coroutine_threadsafe(store_client.client_id(), home)
+        redis_client.client_kill_filter(_id=await asyncio.wrap_future(asked))
         await chat.append(Message.user("m2", id="m2"))
         assert [m.id for m in await chat.history()] == ["m0", "m1", "m2"]

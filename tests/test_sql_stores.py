@@ -5,18 +5,23 @@ Everything else they do is pinned by tests/conformance and tests/guarantees.
 
 from __future__ import annotations
 
+import asyncio
 import doctest
+import re
 import sys
 import threading
 from typing import Any
 
+import pymysql
 import pytest
 
 import sessionary
 from sessionary import Message
 from sessionary.errors import BackendNotInstalled, InvalidURL, SchemaError, StoreUnavailable
 from sessionary.query import parse_query
+from sessionary.records import Scope
 from sessionary.stores import _mysql_sql, _postgres_sql
+from sessionary.stores.mysql import connect_options
 from sessionary.stores.urls import parse_store_url
 
 SERVERS = [
@@ -187,6 +192,24 @@ def test_query_rendering_examples() -> None:
         assert doctest.testmod(module).failed == 0
 
 
+def test_postgres_snippets_are_asked_for_words_never_phrases() -> None:
+    """`ts_headline` given a phrase takes memory that grows much faster than the text.
+
+    A 20-word phrase over 200,000 repeated words asked the server for 1.6 GB; larger
+    ones got its process killed. So snippets are asked for the query's words, any of
+    them, at most `HEADLINE_WORDS` of them.
+    """
+    dialect = _postgres_sql.PostgresDialect()
+    query = parse_query('"black cat" OR dog* -"hot dog" ' + ".".join(f"w{i}" for i in range(40)))
+    _, params = dialect.search_sql(Scope(), query, 10, None, None)
+    _, doc_params = dialect.document_search_sql(("session", "t", "u", "s"), None, query, 10)
+    for headline in (params[0], doc_params[0]):
+        items = headline.split(" | ")
+        assert items[:4] == ["'black'", "'cat'", "'dog':*", "'w0'"]
+        assert len(items) == _postgres_sql.HEADLINE_WORDS
+        assert all(re.fullmatch(r"'\w+'(:\*)?", item) for item in items)
+
+
 def test_every_word_is_searchable(server_url: str) -> None:
     with sessionary.SessionManager(server_url) as manager:
         chat = manager.create()
@@ -257,3 +280,30 @@ def test_mysql_search_backlog_stays_short_with_short_lived_stores(mysql_url: str
         with sessionary.SessionManager(mysql_url) as later:
             later.session("s").append(Message.user(f"gull {n}"))
             assert _count(later, "SELECT count(*) FROM search_pending") == 1
+
+
+async def test_mysql_an_append_cancelled_in_a_search_catch_up_ends_cancelled(
+    mysql_url: str,
+) -> None:
+    # A new store catches the search index up before its first append. An append
+    # cancelled there must end cancelled (wait_for's TimeoutError), not as the
+    # connection error of giving the index lock back on the connection the
+    # cancellation closed (the server released the lock with that connection).
+    async with sessionary.AsyncSessionManager(mysql_url) as first:
+        queued = await (await first.create(id="s")).append(Message.user("pelican"))
+    blocker = pymysql.connect(**connect_options(mysql_url, 5, "database"))
+    try:
+        blocker.begin()
+        with blocker.cursor() as cursor:  # the catch-up's DELETE of it waits for this lock
+            assert cursor.execute("SELECT seq FROM search_pending FOR UPDATE") == 1
+        async with sessionary.AsyncSessionManager(mysql_url) as manager:
+            session = manager.session("s")
+            assert len(await session.history()) == 1  # the store is open and migrated
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(session.append(Message.user("heron")), timeout=1)
+            blocker.rollback()
+            after = await session.append(Message.user("heron"))
+            assert [m.id for m in await session.history()] == [queued.id, after.id]
+            assert [hit.message_id for hit in await manager.search("pelican")] == [queued.id]
+    finally:
+        blocker.close()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sessionary.errors import InvalidInput
+from sessionary.records import check_json, load_json
 
 __all__ = ["NAMESPACE", "AgentState"]
 
@@ -58,10 +59,13 @@ class AgentState:
         """Return the state as a JSON string.
 
         Raises:
-            InvalidInput: If a section holds a value JSON cannot represent.
+            InvalidInput: If a section holds a value JSON cannot represent, a key that is
+                not a string, or nests deeper than `MAX_JSON_DEPTH`.
         """
+        data = self.to_dict()
+        check_json(data, "agent state")
         try:
-            return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False)
+            return json.dumps(data, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise InvalidInput(f"agent state is not JSON: {exc}") from None
 
@@ -97,7 +101,7 @@ class AgentState:
             InvalidInput: If `text` is not JSON or not an agent state object.
         """
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except (TypeError, ValueError) as exc:
             raise InvalidInput(f"agent state is not JSON: {exc}") from None
         return cls.from_dict(data)

@@ -4,6 +4,7 @@
 SessionaryError
 ├── InvalidInput            the caller's mistake; nothing was changed (also a ValueError)
 │   ├── InvalidMessage      a message or part that does not validate
+│   │   └── NotSerializable a value with no JSON form (also a TypeError, as json.dumps raises)
 │   ├── InvalidId           an id with forbidden characters, empty, or too long
 │   ├── InvalidQuery        a search query with nothing to match, or too long
 │   ├── InvalidURL          a store URL that names no known backend or is malformed
@@ -22,11 +23,12 @@ SessionaryError
 │   ├── AlreadyExists       a session id that is taken
 │   ├── HeadConflict        the session's head moved since the caller looked
 │   └── VersionConflict     a state's or document's version moved since the caller looked
+├── Closed                  used after `close()` (a store, manager or adapter); also a RuntimeError
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
 ├── SummarizerError         a compaction's summarizer or memory extractor failed
 ├── CompactionStalled       a warning: automatic compaction cannot get under its trigger
 └── StoreError              the backend failed
-    ├── StoreUnavailable    the server or file cannot be reached or opened
+    ├── StoreUnavailable    the server or file cannot be reached or opened, or stopped answering
     ├── BackendNotInstalled the backend's optional dependency is missing
     └── SchemaError         the schema is newer than this code, or a migration failed
 ```
@@ -42,6 +44,7 @@ __all__ = [
     "BackendNotInstalled",
     "BlockLimitExceeded",
     "BlockNotFound",
+    "Closed",
     "CompactionStalled",
     "Conflict",
     "HeadConflict",
@@ -56,6 +59,7 @@ __all__ = [
     "MessageHasChildren",
     "MessageNotFound",
     "NotFound",
+    "NotSerializable",
     "PayloadTooLarge",
     "ReadOnlyBlock",
     "SchemaError",
@@ -79,6 +83,10 @@ class InvalidInput(SessionaryError, ValueError):
 
 class InvalidMessage(InvalidInput):
     """A message or one of its parts does not validate."""
+
+
+class NotSerializable(InvalidMessage, TypeError):
+    """A value has no JSON form (an object, a set, bytes); a TypeError, as `json.dumps` raises."""
 
 
 class InvalidId(InvalidInput):
@@ -164,6 +172,10 @@ class VersionConflict(Conflict):
     """A state's or document's version is no longer the one the caller expected."""
 
 
+class Closed(SessionaryError, RuntimeError):
+    """The object was closed and cannot be used again; a RuntimeError, as the frameworks raise."""
+
+
 class Unsupported(SessionaryError):
     """The backend does not have the capability this call needs."""
 
@@ -188,7 +200,11 @@ class StoreError(SessionaryError):
 
 
 class StoreUnavailable(StoreError):
-    """The backend's server or file cannot be reached or opened."""
+    """The backend's server or file cannot be reached or opened, or stopped answering.
+
+    Connecting and every request to a server are bounded (the `connect_timeout` and
+    `timeout` options of the store's URL); running out of either raises this.
+    """
 
 
 class BackendNotInstalled(StoreError):

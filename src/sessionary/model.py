@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 from sessionary.errors import InvalidId, InvalidMessage
 from sessionary.ids import check_id, new_id
-from sessionary.records import check_object
+from sessionary.records import check_json, check_object
 
 __all__ = [
     "ROLES",
@@ -380,7 +380,9 @@ def check_message(message: Message) -> None:
     """Raise `InvalidMessage` unless `message` is well formed.
 
     Checks the id, the role, each part's fields, which parts each role may carry, and
-    that metadata and every JSON value can be serialised.
+    that metadata and every JSON value (tool arguments and outputs, data, unknown
+    fields) has string keys and nests at most `MAX_JSON_DEPTH` deep. The encoder
+    refuses the other values that are not JSON when the message is stored.
 
     Raises:
         InvalidMessage: If the message is malformed; the text says where.
@@ -393,14 +395,48 @@ def check_message(message: Message) -> None:
         raise InvalidMessage(str(exc)) from None
     if message.role not in ROLES:
         raise _fail("role", f"{message.role!r} is not one of {sorted(ROLES)}")
-    if not _is_plain_part(message):
+    if _is_plain_part(message):
+        if message.parts[0].extra:
+            check_json(message.parts[0].extra, "parts[0]", InvalidMessage)
+    else:
         _check_parts(message)
+    _check_message_json(message)
+    if not isinstance(message.created_at, datetime):
+        raise _fail("created_at", "must be a datetime")
+
+
+def _check_message_json(message: Message) -> None:
+    """Check the message's own JSON: its metadata and its unknown fields."""
     if not isinstance(message.metadata, dict):
         raise _fail("metadata", "must be an object")
     if message.metadata:
         check_object(message.metadata, "metadata", InvalidMessage)
-    if not isinstance(message.created_at, datetime):
-        raise _fail("created_at", "must be a datetime")
+    if message.extra:
+        if not isinstance(message.extra, dict):
+            raise _fail("extra", "must be a dict")
+        check_json(message.extra, "the message's unknown fields", InvalidMessage)
+
+
+_JSON_FIELDS: dict[type, str] = {
+    ToolCallPart: "arguments",
+    ToolResultPart: "output",
+    DataPart: "data",
+}
+"""The part fields that hold any JSON value."""
+
+
+def _check_part_values(part: Part, where: str) -> None:
+    """Check the nesting and the keys of a part's JSON values (see `check_json`).
+
+    Their other values are refused when the message is encoded.
+    """
+    if part.extra:
+        check_json(part.extra, where, InvalidMessage)
+    name = _JSON_FIELDS.get(type(part))
+    if name is not None:
+        value = getattr(part, name)
+        if isinstance(value, dict | list | tuple):
+            check_json(value, f"{where}.{name}", InvalidMessage)
 
 
 def _is_plain_part(message: Message) -> bool:
@@ -431,6 +467,7 @@ def _check_parts(message: Message) -> None:
         ):
             raise _fail(f"parts[{i}]", f"is not a part: {type(part).__name__}")
         _check_part(part, f"parts[{i}]")
+        _check_part_values(part, f"parts[{i}]")
         if not allowed(part):
             raise _fail(f"parts[{i}]", f"a {message.role} message cannot carry a {part.type} part")
     if message.role == "tool" and not message.tool_results:
@@ -588,6 +625,12 @@ class _Deferred:
         _decode_stored(fields, stored)
         return fields[self.name]
 
+
+# A stored part leaves out its None fields, and `_load_part` lets a missing one fall back
+# to a class attribute. `arguments` defaults to a fresh dict, so the dataclass gives it no
+# class attribute: one set here (after `@dataclass`, which would take it for the default)
+# makes a call stored with null arguments read back as None.
+ToolCallPart.arguments = None
 
 # Set after `@dataclass` has run: in the class body it would take them for defaults.
 for _name in _DEFERRED:

@@ -26,6 +26,13 @@ Words are runs of letters, digits and private-use characters (Unicode categories
 ``N*`` and ``Co``) after NFC normalisation, the characters SQLite's ``unicode61``
 tokenizer keeps in tokens. Case is kept; the search engines fold it themselves.
 
+Limits, the same on every backend: a query is at most `MAX_QUERY_LENGTH` (1,000)
+characters and holds at most `MAX_QUERY_TERMS` (32) terms, excluded ones included; a
+phrase may hold as many words as that length allows (up to 500). More is `InvalidQuery`.
+Every backend searches any query within these limits (MySQL's InnoDB takes a phrase of
+at most 128 words, so its dialect splits a longer one); what each index can find differs
+as its tokenizer does (see the store modules and the README).
+
 Examples:
     >>> query = parse_query('pet cat OR dog -"hot dog"')
     >>> [[term.text for term in group] for group in query.groups]
@@ -48,7 +55,20 @@ from dataclasses import dataclass
 
 from sessionary.errors import InvalidQuery
 
-__all__ = ["Query", "Term", "parse_query", "to_fts5", "words"]
+__all__ = [
+    "MAX_QUERY_LENGTH",
+    "MAX_QUERY_TERMS",
+    "Query",
+    "Term",
+    "parse_query",
+    "to_fts5",
+    "words",
+]
+
+MAX_QUERY_LENGTH = 1000
+"""The most characters a search query may have."""
+MAX_QUERY_TERMS = 32
+"""The most terms (words, phrases, prefixes; excluded ones included) a query may hold."""
 
 # A quoted phrase (optionally negated; an open quote runs to the end), or a run of anything
 # but whitespace and quotes. `\s` is Unicode whitespace, the same set as `str.isspace`.
@@ -103,7 +123,9 @@ def words(text: str) -> list[str]:
     return ["".join(run) for keep, run in itertools.groupby(normal, _is_word_char) if keep]
 
 
-def parse_query(text: str, *, max_length: int = 1000, max_terms: int = 32) -> Query:
+def parse_query(
+    text: str, *, max_length: int = MAX_QUERY_LENGTH, max_terms: int = MAX_QUERY_TERMS
+) -> Query:
     """Parse what a user typed into a `Query`; see the module docstring for the language.
 
     Args:
@@ -138,6 +160,8 @@ def to_fts5(query: Query) -> str:
 
     Every term becomes a quoted FTS5 string, so only the operators written here are ever
     operators. FTS5's ``NOT`` is binary, hence the ``(positive) NOT (exclusions)`` shape.
+    FTS5 limits neither a phrase's words nor (it flattens them) chains of ``AND`` and
+    ``OR``, so every query within `MAX_QUERY_LENGTH` and `MAX_QUERY_TERMS` runs.
 
     Args:
         query: A query, normally from `parse_query`.

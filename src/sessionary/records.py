@@ -16,6 +16,7 @@ from sessionary.ids import check_id
 __all__ = [
     "ANY",
     "HEAD",
+    "MAX_JSON_DEPTH",
     "Document",
     "DocumentHit",
     "Expected",
@@ -29,6 +30,7 @@ __all__ = [
     "SessionUpdate",
     "State",
     "StateLevel",
+    "check_json",
     "check_object",
     "check_patch",
     "decode_cursor",
@@ -37,6 +39,7 @@ __all__ = [
     "encode_cursor",
     "info_from_dict",
     "info_to_dict",
+    "load_json",
     "merge_patch",
 ]
 
@@ -199,7 +202,7 @@ def decode_cursor(cursor: str, *types: type) -> list[Any]:
     """
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        values = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        values = load_json(base64.urlsafe_b64decode(padded.encode()))
     except (ValueError, TypeError, AttributeError):
         raise InvalidInput("the page cursor is malformed") from None
     if not isinstance(values, list) or len(values) != len(types):
@@ -227,29 +230,75 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def _check_keys(value: Any, what: str, error: type[InvalidInput]) -> None:
-    if isinstance(value, Mapping):
+MAX_JSON_DEPTH = 100
+"""The deepest any JSON value a caller gives may nest: objects and arrays inside each
+other, the outermost counting 1 (`{"a": [1]}` is 2 deep). The limit of MySQL's JSON
+type; far below where Python's recursion limit would break encoding and decoding."""
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def check_json(value: Any, what: str, error: type[InvalidInput] = InvalidInput) -> None:
+    """Raise `error` if `value` nests deeper than `MAX_JSON_DEPTH` or has a non-str key.
+
+    The walk visits containers only and recurses at most `MAX_JSON_DEPTH` deep, so it
+    cannot itself run out of stack; the JSON encoder that runs next refuses the values
+    that are not JSON (sets, NaN, objects) in C. A key that is not a string is refused
+    here because the encoder would turn it into one (`1` into `"1"`): the value would
+    not come back as it went in.
+
+    Raises:
+        InvalidInput: (or the given subclass) Saying where and what is wrong.
+    """
+    if isinstance(value, _CONTAINERS):
+        _walk(value, 1, what, error)
+
+
+def _walk(value: Any, depth: int, what: str, error: type[InvalidInput]) -> None:
+    if depth > MAX_JSON_DEPTH:
+        raise error(f"{what} nests deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise error(f"{what} has a key that is not a string: {key!r}")
-            _check_keys(item, what, error)
-    elif isinstance(value, list | tuple):
+                raise error(f"{what} has a key that is not a string: {key!r:.80}")
+            if isinstance(item, _CONTAINERS):
+                _walk(item, depth + 1, what, error)
+    else:
         for item in value:
-            _check_keys(item, what, error)
+            if isinstance(item, _CONTAINERS):
+                _walk(item, depth + 1, what, error)
+
+
+def load_json(text: str | bytes) -> Any:
+    """`json.loads`, except that a document too deep to decode raises `ValueError` too.
+
+    Python's decoder meets a document nested about a thousand levels deep with a
+    `RecursionError`; every caller of this one handles `ValueError` as "not JSON".
+
+    Raises:
+        ValueError: If `text` is not JSON or is nested too deep to decode.
+        TypeError: If `text` is not a str or bytes.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deep to decode") from None
 
 
 def check_object(value: Any, what: str, error: type[InvalidInput] = InvalidInput) -> dict[str, Any]:
     """Return `value` as a dict if it is a JSON object, else raise `error`.
 
     A JSON object here is a mapping with string keys whose values are JSON (no sets,
-    no NaN, no objects of other types), all the way down.
+    no NaN, no objects of other types), nested at most `MAX_JSON_DEPTH` deep.
 
     Raises:
         InvalidInput: (or the given subclass) If `value` is not a JSON object.
     """
     if not isinstance(value, Mapping):
         raise error(f"{what} must be an object, not {type(value).__name__}")
-    _check_keys(value, what, error)
+    if not isinstance(value, dict):
+        value = dict(value)
+    check_json(value, what, error)
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -261,7 +310,8 @@ def check_patch(patch: Any) -> dict[str, Any]:
     """Return `patch` if it is a JSON object, else raise `InvalidPatch`.
 
     Raises:
-        InvalidPatch: If the patch is not a JSON object of JSON values.
+        InvalidPatch: If the patch is not a JSON object of JSON values, nested at most
+            `MAX_JSON_DEPTH` deep.
     """
     return check_object(patch, "a state patch", InvalidPatch)
 

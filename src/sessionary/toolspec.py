@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args
 
 from sessionary.errors import InvalidInput
 from sessionary.model import Message, Part, ToolCallPart, ToolResultPart
+from sessionary.records import load_json
 
 __all__ = [
     "TOOL_FORMATS",
@@ -161,7 +162,7 @@ def parse_arguments(arguments: object) -> dict[str, Any]:
     """
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = load_json(arguments) if arguments.strip() else {}
         except ValueError as exc:
             raise InvalidInput(f"the arguments are not valid JSON ({exc.args[0]})") from None
     if arguments is None:

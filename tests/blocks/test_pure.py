@@ -136,3 +136,5 @@ def test_arguments_parse_from_json_or_mappings() -> None:
         parse_arguments("{oops")
     with pytest.raises(InvalidInput, match="JSON object"):
         parse_arguments("[1, 2]")
+    with pytest.raises(InvalidInput, match="nested too deep"):  # was a RecursionError
+        parse_arguments("[" * 100_000 + "]" * 100_000)

@@ -121,11 +121,16 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve() -> Iterator[FakeLLM]:
-    """Run the server on a free local port for the duration of the block."""
+def serve(keep_alive: bool = False) -> Iterator[FakeLLM]:
+    """Run the server on a free local port for the duration of the block.
+
+    `keep_alive`: answer in HTTP/1.1, so that clients keep their connections open.
+    """
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(FakeLLM("")))
     fake = FakeLLM(f"http://127.0.0.1:{server.server_address[1]}")
     server.RequestHandlerClass = _handler(fake)
+    if keep_alive:
+        server.RequestHandlerClass.protocol_version = "HTTP/1.1"
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from _llm_server import ANTHROPIC_OVERFLOW, OPENAI_OVERFLOW, Behaviour, FakeLLM, serve
@@ -170,6 +173,25 @@ async def test_openai_summarizer_through_the_sdk(llm: FakeLLM) -> None:
     assert sent["messages"][0]["role"] == "system"
     assert "PREVIOUS SUMMARY:\nold one" in sent["messages"][1]["content"]
     assert sent["max_tokens"] == 1000
+
+
+@pytest.mark.parametrize("kind", [AsyncOpenAISummarizer, AsyncAnthropicSummarizer])
+def test_an_async_summarizer_works_from_any_event_loop(kind: type[Any]) -> None:
+    # The SDK keeps its connections open (HTTP/1.1): they must not be left on a loop
+    # that has closed ("Event loop is closed" on the next asyncio.run).
+    request = SummaryRequest(turns(), budget=200)
+    with serve(keep_alive=True) as llm:
+        base = f"{llm.base_url}/v1" if kind is AsyncOpenAISummarizer else llm.base_url
+        summarizer = kind("m", base_url=base, api_key="k", max_retries=0)
+        texts = [asyncio.run(summarizer.summarize(request)) for _ in range(3)]
+        other = threading.Thread(
+            target=lambda: texts.append(asyncio.run(summarizer.summarize(request)))
+        )
+        other.start()
+        other.join(120)
+        asyncio.run(summarizer.close())
+        asyncio.run(summarizer.close())
+    assert texts == ["## Intent\n- summary"] * 4
 
 
 def test_sync_openai_summarizer(llm: FakeLLM) -> None:

@@ -352,3 +352,46 @@ def test_search_on_a_missing_session_raises(manager: sessionary.SessionManager) 
         manager.search("anything", session_id="no-such-session")
     with pytest.raises(sessionary.InvalidId):
         manager.search("anything", session_id="a/b")
+
+
+# Two-letter words, all different: PostgreSQL finds a phrase only among a word's first 256
+# occurrences in a message, so a long phrase of one repeated word would not do there.
+WORDS = [a + b for a in "abcdefghijklmnopqrstuvwxyz" for b in "abcdefghijklmnopqrstuvwxyz"][:300]
+
+
+@pytest.mark.parametrize("count", [128, 129, 257, 300])
+def test_a_phrase_of_any_length_the_query_holds_is_searched(
+    manager: sessionary.SessionManager, count: int
+) -> None:
+    """InnoDB refuses a phrase over 128 words; the query gets its hits all the same.
+
+    `apart` holds every run of 128 words of the phrase, but not the phrase: a candidate
+    MySQL's FULLTEXT index gives for a long phrase, which the check in Python drops.
+    """
+    chat = manager.create()
+    whole = chat.append(Message.user("start " + " ".join(WORDS) + " end"))
+    apart = chat.append(Message.user(" ".join([*WORDS[:128], "zz", *WORDS[128:]])))
+    phrase = WORDS[:count]
+    for query in (".".join(phrase), '"' + " ".join(phrase) + '"'):
+        assert found(chat.search(query)) == ({whole.id} if count > 128 else {whole.id, apart.id})
+        assert found(manager.search(f'{WORDS[0]} -"{" ".join(phrase)}"')) == (
+            {apart.id} if count > 128 else set()
+        )
+
+
+@pytest.mark.timeout(120)  # a bound on a hang: the old snippets took minutes here
+def test_search_over_a_long_repetitive_text_answers(manager: sessionary.SessionManager) -> None:
+    """Snippets cost time linear in a text, however many hits it holds.
+
+    SQLite's FTS5 `snippet()` took time quadratic in a row's hits (minutes for 100,000).
+    (PostgreSQL's `ts_headline` given a phrase was worse, up to the server process
+    killed for lack of memory; it is pinned without a server in tests/test_sql_stores.py,
+    so that a regression cannot take the shared server down.)
+    """
+    chat = manager.create()
+    many = chat.append(Message.user(" ".join(["ab"] * 100_000)))
+    few = chat.append(Message.user("ab cd ab"))
+    for query in ("ab", "ab*", "ab OR cd"):
+        hits = chat.search(query)
+        assert found(hits) == {many.id, few.id}, query
+        assert all("**ab**" in hit.snippet for hit in hits), query

@@ -102,6 +102,18 @@ def test_append_returns_the_message_as_stored(manager: sessionary.SessionManager
     assert again.created_at == datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 
 
+def test_a_tool_call_without_arguments_reads_back(manager: sessionary.SessionManager) -> None:
+    # A call whose arguments are null (a deferred call, a tool added mid-run) is stored and
+    # read back as it was, by a new handle too, and its JSON shape keeps the null.
+    chat = manager.create()
+    sent = Message.assistant(tool_calls=[ToolCallPart(id="c1", name="later", arguments=None)])
+    chat.append(sent)
+    for again in (chat.history(), manager.session(chat.id).history(limit=1)):
+        assert again == [sent]
+        assert again[0].tool_calls[0].arguments is None
+    assert all_messages(manager, chat.id)[0]["parts"][0].get("arguments") is None
+
+
 def test_append_accepts_the_json_shape(manager: sessionary.SessionManager) -> None:
     chat = manager.create()
     stored = chat.append({"id": "m1", "role": "user", "content": "plain text"})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from sessionary import InvalidMessage, LossyConversion, Message, ReasoningPart, ToolCallPart
@@ -197,3 +199,44 @@ def test_events_read_stored_rows() -> None:
            "metadata": "{\"model\": \"m\"}", "created_at": 1700000000000}  # fmt: skip
     (message,) = from_events([row])
     assert message.role == "assistant" and message.metadata == {"model": "m"}
+
+
+# ---------------------------------------------------------------- nesting
+
+_TOO_DEEP_TEXT = "[" * 5000 + "]" * 5000
+"""JSON text nested deeper than Python's decoder goes (it raised a RecursionError)."""
+
+
+def _nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def test_arguments_too_deep_to_decode_are_kept_as_their_text() -> None:
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": _TOO_DEEP_TEXT}}
+    (message,) = from_openai_chat([{"role": "assistant", "content": None, "tool_calls": [call]}])
+    assert message.tool_calls[0].arguments == _TOO_DEEP_TEXT
+    assert to_openai_chat([message]).value[0]["tool_calls"][0] == call
+    (item,) = from_openai_responses(
+        [{"type": "function_call", "call_id": "c", "name": "f", "arguments": _TOO_DEEP_TEXT}]
+    )
+    assert item.tool_calls[0].arguments == _TOO_DEEP_TEXT
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda: from_gemini([{"role": "user", "parts": [{"text": "x", "meta": _nested(5000)}]}]),
+        lambda: from_events([{"session_id": "s", "action": "message", "metadata": _TOO_DEEP_TEXT}]),
+        lambda: from_anthropic(
+            [{"role": "user", "content": [{"type": "text", "text": "x", "x": _nested(5000)}]}]
+        ),
+        lambda: to_openai_chat([Message.user("x", metadata=_nested(5000))]),
+    ],
+    ids=["gemini", "events", "anthropic", "to_openai_chat"],
+)
+def test_values_nested_too_deep_are_invalid_messages(read: Callable[[], object]) -> None:
+    with pytest.raises(InvalidMessage, match=r"deep|JSON"):
+        read()

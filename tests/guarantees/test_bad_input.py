@@ -7,6 +7,7 @@ state, messages) and the user and app state compare equal before and after.
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,8 @@ import pytest
 
 import sessionary
 from sessionary import (
+    DataPart,
+    InvalidDocument,
     InvalidId,
     InvalidInput,
     InvalidMessage,
@@ -25,8 +28,10 @@ from sessionary import (
     Message,
     PayloadTooLarge,
     SessionManager,
+    TextPart,
     ToolCallPart,
 )
+from sessionary.records import MAX_JSON_DEPTH, SessionInfo, State
 from sessionary.stores.base import SEARCH
 
 SEED = "seed"
@@ -303,6 +308,15 @@ def test_hostile_search_queries(
     _assert_refused(manager, seeded, lambda m, s: s.search(query), InvalidQuery)
 
 
+@pytest.mark.parametrize(
+    "cursor",
+    ["", "not a cursor", base64.urlsafe_b64encode(b"[" * 100_000 + b"]" * 100_000).decode()],
+    ids=["empty", "garbage", "nested 100,000 deep"],
+)
+def test_bad_page_cursors(manager: SessionManager, seeded: sessionary.Session, cursor: str) -> None:
+    _assert_refused(manager, seeded, lambda m, s: m.list(cursor=cursor), InvalidInput)
+
+
 @pytest.mark.parametrize("limit", [0, -1, True, "5", 2.5], ids=repr)
 def test_bad_limits(manager: SessionManager, seeded: sessionary.Session, limit: Any) -> None:
     _assert_refused(manager, seeded, lambda m, s: s.history(limit=limit), InvalidInput)
@@ -377,6 +391,139 @@ def test_oversized_payloads(
     manager: SessionManager, seeded: sessionary.Session, action: Action
 ) -> None:
     _assert_refused(manager, seeded, action, PayloadTooLarge)
+
+
+# ---------------------------------------------------------------- JSON values
+
+
+def nested(depth: int, leaf: Any = "bottom") -> Any:
+    """A value `depth` containers deep (objects and arrays in turn) around `leaf`."""
+    value = leaf
+    for level in range(depth):
+        value = {"k": value} if level % 2 else [value]
+    return value
+
+
+DEEP = nested(MAX_JSON_DEPTH + 1)  # one level too deep as a value of its own
+VERY_DEEP = nested(5000)  # deeper than Python's recursion limit: once a RecursionError
+HUGE_INT = 10**4300  # 4,301 digits: more than Python converts to text
+
+
+def _doc(body: Any) -> Action:
+    return lambda m, s: m.store.put_document(
+        m.scope, "session", SEED, "notes", "hostile", body, "", "test", None
+    )
+
+
+def _output(output: Any) -> Action:
+    call = ToolCallPart(id="c7", name="dump")
+    return lambda m, s: s.append_all(
+        [Message.assistant(tool_calls=[call]), Message.tool("c7", output)]
+    )
+
+
+BAD_JSON: dict[str, tuple[Action, type[InvalidInput]]] = {
+    "metadata too deep": (
+        lambda m, s: s.append(Message.user("hi", metadata={"x": DEEP})),
+        InvalidMessage,
+    ),
+    "metadata 5,000 deep": (
+        lambda m, s: s.append(Message.user("hi", metadata={"x": VERY_DEEP})),
+        InvalidMessage,
+    ),
+    "tool arguments 5,000 deep": (
+        lambda m, s: s.append(
+            Message.assistant(tool_calls=[ToolCallPart(id="c9", name="f", arguments=VERY_DEEP)])
+        ),
+        InvalidMessage,
+    ),
+    "tool output 5,000 deep": (_output(VERY_DEEP), InvalidMessage),
+    "tool output too deep": (_output(DEEP), InvalidMessage),
+    "data part 5,000 deep": (
+        lambda m, s: s.append(Message(role="user", parts=[DataPart(VERY_DEEP)])),
+        InvalidMessage,
+    ),
+    "unknown field 5,000 deep": (
+        lambda m, s: s.append({"role": "user", "content": "hi", "later": VERY_DEEP}),
+        InvalidMessage,
+    ),
+    "unknown part field 5,000 deep": (
+        lambda m, s: s.append(Message(role="user", parts=[TextPart("hi", extra={"x": VERY_DEEP})])),
+        InvalidMessage,
+    ),
+    "tool arguments with an int key": (
+        lambda m, s: s.append(
+            Message.assistant(tool_calls=[ToolCallPart(id="c9", name="f", arguments={1: "one"})])
+        ),
+        InvalidMessage,
+    ),
+    "tool output with a None key": (_output({"a": [{None: 1}]}), InvalidMessage),
+    "metadata with a 4,301-digit int": (
+        lambda m, s: s.append(Message.user("hi", metadata={"n": HUGE_INT})),
+        InvalidMessage,
+    ),
+    "tool output with infinity": (_output([float("inf")]), InvalidMessage),
+    "session state 5,000 deep": (lambda m, s: s.update_state({"x": VERY_DEEP}), InvalidPatch),
+    "user state too deep": (lambda m, s: m.update_state({"x": DEEP}), InvalidPatch),
+    "app state 5,000 deep": (
+        lambda m, s: m.update_state({"x": VERY_DEEP}, level="app"),
+        InvalidPatch,
+    ),
+    "state with a 4,301-digit int": (lambda m, s: s.update_state({"n": HUGE_INT}), InvalidPatch),
+    "state with a lone surrogate": (lambda m, s: s.update_state({"\ud800": 1}), InvalidInput),
+    "session metadata 5,000 deep": (
+        lambda m, s: m.set_metadata(SEED, {"x": VERY_DEEP}),
+        InvalidInput,
+    ),
+    "new session's metadata 5,000 deep": (
+        lambda m, s: m.create(metadata={"x": VERY_DEEP}),
+        InvalidInput,
+    ),
+    "imported session state 5,000 deep": (
+        lambda m, s: m.store.import_session(
+            m.scope, SessionInfo(id="imported"), [], State({"x": VERY_DEEP}, 1)
+        ),
+        InvalidInput,
+    ),
+    "imported session state a list": (
+        lambda m, s: m.store.import_session(
+            m.scope,
+            SessionInfo(id="imported"),
+            [],
+            State([1, 2], 1),  # type: ignore[arg-type]
+        ),
+        InvalidInput,
+    ),
+    "document body 5,000 deep": (_doc({"x": VERY_DEEP}), InvalidDocument),
+    "document body with an int key": (_doc({"x": {2: "two"}}), InvalidDocument),
+}
+
+
+@pytest.mark.parametrize(("action", "error"), BAD_JSON.values(), ids=BAD_JSON.keys())
+def test_json_values_nested_too_deep_or_not_json(
+    manager: SessionManager,
+    seeded: sessionary.Session,
+    action: Action,
+    error: type[InvalidInput],
+) -> None:
+    """Deep nesting was a bare RecursionError; an int key was written as a str key."""
+    _assert_refused(manager, seeded, action, error)
+
+
+def test_json_values_as_deep_as_allowed_round_trip(
+    manager: SessionManager, seeded: sessionary.Session
+) -> None:
+    deepest = nested(MAX_JSON_DEPTH - 1, leaf="\x00 NUL and 😀")  # one level for the key
+    message = seeded.append(Message.user("deep", metadata={"x": deepest}))
+    assert seeded.get_message(message.id).metadata == {"x": deepest}
+    assert seeded.update_state({"x": deepest}).data["x"] == deepest
+    assert seeded.get_state().data["x"] == deepest
+    manager.set_metadata(SEED, {"x": deepest})
+    assert manager.get(SEED).metadata == {"x": deepest}  # type: ignore[union-attr]
+    call = seeded.append(
+        Message.assistant(tool_calls=[ToolCallPart(id="c8", name="f", arguments={"x": deepest})])
+    )
+    assert seeded.get_message(call.id).tool_calls[0].arguments == {"x": deepest}
 
 
 # ---------------------------------------------------------------- store URLs

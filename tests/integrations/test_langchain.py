@@ -1,23 +1,45 @@
-"""LangChain: the chat history over every backend, and lossless message conversion."""
+"""LangChain: `BaseChatMessageHistory`'s contract on every backend, and lossless conversion.
+
+The history is held to what langchain-core's own chat-history tests ask of one
+(tests/unit_tests/chat_history/test_chat_history.py and test_file_chat_message_history.py):
+`add_message` and `add_messages` (single and bulk), the `add_user_message` and
+`add_ai_message` conveniences with strings or messages, the async interface
+(`aadd_messages`, `aget_messages`, `aclear`), `clear`, and a second instance over the same
+store seeing the first one's history. Beyond those: every message type LangChain has
+(chunks, function and chat messages, tool calls and invalid ones, content blocks with
+images and files, ids, names, metadata of every kind) comes back equal from every store,
+`RunnableWithMessageHistory` runs over it (sync and async), and closing behaves as the
+module docstring says.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import sys
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
     ChatMessage,
+    ChatMessageChunk,
+    FunctionMessage,
+    FunctionMessageChunk,
     HumanMessage,
+    HumanMessageChunk,
     RemoveMessage,
     SystemMessage,
+    SystemMessageChunk,
     ToolMessage,
+    ToolMessageChunk,
 )
+from langchain_core.runnables.history import RunnableWithMessageHistory
 
 import sessionary
 from sessionary import FilePart, Message, TextPart, ToolResultPart
@@ -69,6 +91,43 @@ UNUSUAL: list[BaseMessage] = [
     ChatMessage("I am the assistant.", role="assistant"),
     AIMessageChunk("partial", id="chunk-1"),
     SystemMessage([{"type": "text", "text": "Be brief."}, {"type": "file", "file_id": "f1"}]),
+    FunctionMessage("42", name="calculator", id="f-1"),
+    AIMessage("", additional_kwargs={"function_call": {"name": "calculator", "arguments": "{}"}}),
+    FunctionMessageChunk("4", name="calculator"),
+    HumanMessageChunk("typing", id="hc-1"),
+    SystemMessageChunk("system chunk"),
+    ToolMessageChunk("partial output", tool_call_id="call_1"),
+    ChatMessageChunk("chunk of a critic", role="critic"),
+    AIMessageChunk(
+        "",
+        tool_call_chunks=[{"name": "lookup", "args": '{"q": "ca', "id": "c4", "index": 0}],
+        usage_metadata={"input_tokens": 3, "output_tokens": 1, "total_tokens": 4},
+    ),
+    AIMessage(
+        [
+            {"type": "text", "text": "See", "annotations": [{"type": "citation", "url": "u"}]},
+            {"type": "tool_call", "id": "c5", "name": "lookup", "args": {}},
+        ],
+        tool_calls=[{"name": "lookup", "args": {"x": None}, "id": "c5"}],
+        usage_metadata={
+            "input_tokens": 1,
+            "output_tokens": 2,
+            "total_tokens": 3,
+            "input_token_details": {"cache_read": 1},
+        },
+        response_metadata={"model_provider": "openai", "finish_reason": "stop"},
+        name="bot",
+    ),
+    HumanMessage(
+        [
+            {"type": "image", "base64": "AAA=", "mime_type": "image/png", "id": "b1"},
+            {"type": "file", "url": "https://example.com/a.pdf", "mime_type": "application/pdf"},
+            {"type": "audio", "base64": "AA==", "mime_type": "audio/wav"},
+            {"type": "text-plain", "text": "notes", "mime_type": "text/plain"},
+        ],
+        additional_kwargs={"nested": {"n": [1, None]}},
+    ),
+    ToolMessage([{"type": "image", "url": "https://example.com/y.png"}], tool_call_id="c9"),
 ]
 
 
@@ -122,7 +181,7 @@ def test_messages_become_sessionary_messages_with_their_tool_pairs() -> None:
 
 
 def test_messages_without_a_sessionary_counterpart_are_refused() -> None:
-    with pytest.raises(sessionary.InvalidMessage, match="remove"):
+    with pytest.raises(sessionary.InvalidMessage, match="remove"):  # it deletes, says nothing
         from_langchain(RemoveMessage(id="x"))
     with pytest.raises(sessionary.InvalidMessage):
         from_langchain("hello")  # type: ignore[arg-type]
@@ -238,24 +297,52 @@ def test_history_scopes_by_tenant_and_user(manager: sessionary.SessionManager) -
     assert manager.for_user("alice").session("chat").history()[0].text == "alice's secret"
 
 
-def test_history_opened_from_a_url_persists(tmp_path: object) -> None:
-    url = f"sqlite:///{tmp_path}/lc.db"
-    first = SessionaryChatMessageHistory("chat", url)
+def test_a_second_history_over_the_same_store_sees_the_first(shared_store_url: str) -> None:
+    first = SessionaryChatMessageHistory("chat", shared_store_url)
     first.add_messages(CONVERSATION)
     first.close()
-    second = SessionaryChatMessageHistory("chat", url)
+    second = SessionaryChatMessageHistory("chat", shared_store_url)
     try:
         assert second.messages == CONVERSATION
     finally:
         second.close()
 
 
+def test_the_convenience_methods_take_strings_and_messages(
+    manager: sessionary.SessionManager,
+) -> None:
+    history = SessionaryChatMessageHistory("chat", manager)
+    history.add_user_message("Hello!")
+    history.add_ai_message("Hi there!")
+    history.add_user_message(HumanMessage("Tell me a joke.", id="u2"))
+    history.add_ai_message(AIMessage("Why did the chicken cross the road?", id="a2"))
+    history.add_message(HumanMessage("Ha.", id="u3"))
+    got = history.messages
+    assert [type(m) for m in got] == [
+        HumanMessage,
+        AIMessage,
+        HumanMessage,
+        AIMessage,
+        HumanMessage,
+    ]
+    assert [m.content for m in got] == [
+        "Hello!",
+        "Hi there!",
+        "Tell me a joke.",
+        "Why did the chicken cross the road?",
+        "Ha.",
+    ]
+    assert str(history) == str(SessionaryChatMessageHistory("chat", manager))
+
+
 async def test_async_methods_on_a_sync_manager(manager: sessionary.SessionManager) -> None:
     history = SessionaryChatMessageHistory("chat", manager)
-    await history.aadd_messages(CONVERSATION)
+    await history.aadd_messages(CONVERSATION[:2])
+    await history.aadd_messages(CONVERSATION[2:])
     assert await history.aget_messages() == CONVERSATION
     await history.aclear()
     assert history.messages == []
+    assert await history.aget_messages() == []
 
 
 async def test_async_methods_on_an_async_manager(
@@ -274,6 +361,94 @@ async def test_async_methods_on_an_async_manager(
     assert await history.aget_messages() == []
     await history.aclose()  # the manager is the caller's: still open
     assert await amanager.get("chat") is not None
+
+
+def test_an_async_manager_serves_loop_after_loop(store_url: str) -> None:
+    # A sync program calling asyncio.run for each request: every call has a new loop.
+    manager = sessionary.AsyncSessionManager(store_url)
+    history = SessionaryChatMessageHistory("chat", manager)
+    try:
+        asyncio.run(history.aadd_messages(CONVERSATION[:2]))
+        asyncio.run(history.aadd_messages(CONVERSATION[2:]))
+        assert asyncio.run(history.aget_messages()) == CONVERSATION
+    finally:
+        asyncio.run(manager.close())
+
+
+# ---------------------------------------------------------------- closing
+
+
+def test_a_closed_history_refuses_every_call(store_url: str) -> None:
+    history = SessionaryChatMessageHistory("chat", store_url)
+    history.add_messages(CONVERSATION[:2])
+    history.close()
+    history.close()  # again: nothing happens, nothing hangs
+    calls: list[Any] = [
+        lambda: history.messages,
+        lambda: history.add_messages([]),
+        lambda: history.add_user_message("hi"),
+        history.clear,
+        lambda: asyncio.run(history.aget_messages()),
+        lambda: asyncio.run(history.aadd_messages([HumanMessage("x")])),
+        lambda: asyncio.run(history.aclear()),
+    ]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="SessionaryChatMessageHistory is closed"):
+            call()
+    asyncio.run(history.aclose())
+
+
+async def test_closing_over_the_callers_manager_leaves_it_usable(
+    manager: sessionary.SessionManager, amanager: sessionary.AsyncSessionManager
+) -> None:
+    history = SessionaryChatMessageHistory("chat", manager)
+    history.add_messages(CONVERSATION[:1])
+    history.close()
+    history.add_messages(CONVERSATION[1:2])
+    assert history.messages == CONVERSATION[:2]
+    async_history = SessionaryChatMessageHistory("other", amanager)
+    await async_history.aclose()
+    await async_history.aadd_messages(CONVERSATION[:1])
+    assert await async_history.aget_messages() == CONVERSATION[:1]
+
+
+# ---------------------------------------------------------------- RunnableWithMessageHistory
+
+
+def with_history(store: Any) -> RunnableWithMessageHistory:
+    model = GenericFakeChatModel(messages=iter([AIMessage("first answer"), AIMessage("second")]))
+    return RunnableWithMessageHistory(
+        model, lambda session_id: SessionaryChatMessageHistory(session_id, store)
+    )
+
+
+@pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
+def test_runnable_with_message_history_keeps_the_conversation(
+    manager: sessionary.SessionManager,
+) -> None:
+    chain = with_history(manager)
+    config: Any = {"configurable": {"session_id": "chat"}}
+    chain.invoke([HumanMessage("hi")], config=config)
+    chain.invoke([HumanMessage("and again")], config=config)
+    got = SessionaryChatMessageHistory("chat", manager).messages
+    assert [(m.type, m.content) for m in got] == [
+        ("human", "hi"),
+        ("ai", "first answer"),
+        ("human", "and again"),
+        ("ai", "second"),
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
+async def test_runnable_with_message_history_async(
+    amanager: sessionary.AsyncSessionManager,
+) -> None:
+    chain = with_history(amanager)
+    config: Any = {"configurable": {"session_id": "chat"}}
+    await chain.ainvoke([HumanMessage("hi")], config=config)
+    await chain.ainvoke([HumanMessage("and again")], config=config)
+    got = await SessionaryChatMessageHistory("chat", amanager).aget_messages()
+    assert [m.content for m in got] == ["hi", "first answer", "and again", "second"]
 
 
 def test_a_bad_store_argument_is_refused() -> None:

@@ -1,7 +1,17 @@
-"""Pydantic AI: message history conversion (exact round trips) and load/save around runs."""
+"""Pydantic AI: every message shape it produces round-trips exactly through every store.
+
+Exact means equal to what Pydantic AI's own `ModelMessagesTypeAdapter` gives back from its
+JSON. The histories come from hand-built messages of every part kind and from real agent
+runs with `FunctionModel` and `TestModel` (offline): tool calls, tool retries
+(`outcome='retried'`), output retries (`RetryFeedbackPart`), deferred calls waiting for
+approval or an external result (a call with `args=None` among them) resumed with
+`DeferredToolResults`, thinking, files and binary content both ways, native (builtin) tool
+parts, usage. Also: closing, and use from several threads and event loops.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import sys
@@ -9,24 +19,37 @@ import warnings
 from pathlib import Path
 
 import pytest
+from _loop_threads import in_threads
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic_ai import Agent
+from pydantic_ai import Agent, CallDeferred, DeferredToolRequests, DeferredToolResults, ModelRetry
 from pydantic_ai.messages import (
+    AudioUrl,
     BinaryContent,
+    CachePoint,
+    CompactionPart,
     DocumentUrl,
     ImageUrl,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RetryFeedbackPart,
     RetryPromptPart,
     SystemPromptPart,
+    TextContent,
     TextPart,
     ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
+    UploadedFile,
     UserPromptPart,
+    VideoUrl,
+)
+from pydantic_ai.messages import (
+    FilePart as PaiFilePart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
@@ -87,6 +110,50 @@ HISTORY: list[ModelMessage] = [
     ModelResponse(parts=[TextPart("Paris is sunny; Rome is unknown. It is a cat.")]),
     legacy_retries(),
     ModelRequest(parts=[UserPromptPart([])]),
+]
+
+# One message of every other shape Pydantic AI writes, for the stores.
+EVERY_SHAPE: list[ModelMessage] = [
+    ModelRequest(
+        parts=[
+            SystemPromptPart("dynamic", dynamic_ref="now"),
+            UserPromptPart(
+                [
+                    AudioUrl("https://example.com/a.mp3"),
+                    VideoUrl("https://example.com/v.mp4"),
+                    BinaryContent(b"%PDF-1.7", media_type="application/pdf"),
+                    TextContent("quoted", metadata={"source": "clipboard"}),
+                    UploadedFile(file_id="file-1", provider_name="openai"),
+                    CachePoint(),
+                ]
+            ),
+        ],
+        instructions="Be brief.",
+    ),
+    ModelResponse(
+        parts=[
+            ThinkingPart("", signature="encrypted", provider_name="openai", id="rs_1"),
+            NativeToolCallPart("web_search", {"query": "x"}, tool_call_id="b1", provider_name="p"),
+            NativeToolReturnPart("web_search", {"hits": [1]}, tool_call_id="b1", provider_name="p"),
+            ToolCallPart("approve_me", None, tool_call_id="c9"),
+            PaiFilePart(BinaryContent(b"\x89PNG", media_type="image/png")),
+            CompactionPart("summary so far", provider_name="anthropic"),
+        ],
+        model_name="m-1",
+        provider_name="p",
+        provider_details={"k": [1, None]},
+        finish_reason="tool_call",
+    ),
+    ModelRequest(
+        parts=[
+            ToolReturnPart(
+                "approve_me", [ImageUrl("https://example.com/i.png"), "caption"], tool_call_id="c9"
+            ),
+            ToolReturnPart("approve_me", "no", tool_call_id="c9", outcome="denied"),
+        ]
+    ),
+    ModelRequest(parts=[]),
+    ModelResponse(parts=[]),
 ]
 
 
@@ -175,6 +242,13 @@ def test_history_survives_the_store(manager: sessionary.SessionManager) -> None:
     assert SessionaryMessageHistory("chat", manager).load() == through_the_adapter(HISTORY)
 
 
+def test_every_shape_survives_the_store(manager: sessionary.SessionManager) -> None:
+    history = SessionaryMessageHistory("shapes", manager)
+    history.save(EVERY_SHAPE)
+    assert history.load() == through_the_adapter(EVERY_SHAPE)
+    assert from_messages(to_messages(EVERY_SHAPE)) == through_the_adapter(EVERY_SHAPE)
+
+
 def test_a_window_keeps_tool_calls_with_their_returns(manager: sessionary.SessionManager) -> None:
     history = SessionaryMessageHistory("chat", manager)
     history.save(HISTORY[:3])
@@ -251,6 +325,150 @@ async def test_async_history_with_the_test_model(
     with contextlib.suppress(sessionary.Unsupported):
         hits = await amanager.search("hello")
     assert hits is None or {h.session_id for h in hits} == {"chat"}
+
+
+def deferring_agent() -> Agent[None, str | DeferredToolRequests]:
+    """An agent whose model thinks, has a tool retried, then calls a tool needing approval
+    (with no arguments at all), a tool run elsewhere, and a native tool; then answers with a
+    file, after one output retry."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turn = sum(isinstance(m, ModelResponse) for m in messages)
+        if turn == 0:
+            return ModelResponse(
+                parts=[ThinkingPart("plan", signature="sig"), ToolCallPart("flaky", {"x": 1})]
+            )
+        if turn == 1:
+            return ModelResponse(
+                parts=[
+                    NativeToolCallPart("code_execution", {"code": "1+1"}, provider_name="p"),
+                    ToolCallPart("flaky", {"x": 2}, tool_call_id="c2"),
+                    ToolCallPart("approve_me", None, tool_call_id="c3"),
+                    ToolCallPart("external", {"q": "a"}, tool_call_id="c4"),
+                ]
+            )
+        answer = "not yet" if turn == 2 else "final"
+        return ModelResponse(
+            parts=[TextPart(answer), PaiFilePart(BinaryContent(b"\x89PNG", media_type="image/png"))]
+        )
+
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        FunctionModel(respond), output_type=[str, DeferredToolRequests]
+    )
+
+    @agent.tool_plain
+    def flaky(x: int) -> str:
+        if x == 1:
+            raise ModelRetry("x must be 2")
+        return f"ok {x}"
+
+    @agent.tool_plain(requires_approval=True)
+    def approve_me() -> str:
+        return "approved"
+
+    @agent.tool_plain
+    def external(q: str) -> str:
+        raise CallDeferred()
+
+    @agent.output_validator
+    def not_yet(output: str | DeferredToolRequests) -> str | DeferredToolRequests:
+        if output == "not yet":
+            raise ModelRetry("answer properly")
+        return output
+
+    return agent
+
+
+@pytest.mark.usefixtures("sync_loop")
+def test_a_deferred_run_is_saved_and_resumed_from_the_store(
+    manager: sessionary.SessionManager,
+) -> None:
+    agent = deferring_agent()
+    history = SessionaryMessageHistory("deferred", manager)
+    first = agent.run_sync(["look", BinaryContent(b"%PDF", media_type="application/pdf")])
+    assert isinstance(first.output, DeferredToolRequests)
+    assert [c.tool_call_id for c in first.output.approvals] == ["c3"]
+    history.save(first.new_messages())
+    loaded = SessionaryMessageHistory("deferred", manager).load()  # a fresh reader
+    assert loaded == through_the_adapter(first.all_messages())
+    assert any(isinstance(p, ToolCallPart) and p.args is None for m in loaded for p in m.parts)
+
+    results = DeferredToolResults(approvals={"c3": True}, calls={"c4": "from elsewhere"})
+    second = agent.run_sync(message_history=loaded, deferred_tool_results=results)
+    assert second.output == "final"
+    history.save(second.new_messages())
+    everything = history.load()
+    assert everything == through_the_adapter(second.all_messages())
+    kinds = {type(p) for m in everything for p in m.parts}
+    assert {RetryFeedbackPart, NativeToolCallPart, ThinkingPart, PaiFilePart} <= kinds
+    assert everything[-1].usage == second.all_messages()[-1].usage  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- closing
+
+
+def test_a_closed_history_refuses_load_and_save(store_url: str) -> None:
+    history = SessionaryMessageHistory("chat", store_url)
+    history.save(HISTORY[:2])
+    history.close()
+    history.close()  # again: nothing happens, nothing hangs
+    with pytest.raises(RuntimeError, match="SessionaryMessageHistory is closed"):
+        history.load()
+    with pytest.raises(sessionary.Closed):
+        history.save(HISTORY[2:3])
+
+
+async def test_a_closed_async_history_refuses_load_and_save(store_url: str) -> None:
+    history = AsyncSessionaryMessageHistory("chat", store_url)
+    await history.save(HISTORY[:2])
+    await asyncio.gather(history.close(), history.close())
+    with pytest.raises(RuntimeError, match="AsyncSessionaryMessageHistory is closed"):
+        await history.load()
+    with pytest.raises(sessionary.Closed):
+        await history.save([])
+
+
+def test_closing_over_the_callers_manager_leaves_it_usable(
+    manager: sessionary.SessionManager,
+) -> None:
+    history = SessionaryMessageHistory("chat", manager)
+    history.close()
+    history.save(HISTORY[:2])
+    assert history.load() == through_the_adapter(HISTORY[:2])
+
+
+# ---------------------------------------------------------------- threads and loops
+
+
+def test_an_async_history_serves_loop_after_loop(store_url: str) -> None:
+    history = AsyncSessionaryMessageHistory("chat", store_url)
+    asyncio.run(history.save(HISTORY[:2]))
+    asyncio.run(history.save(HISTORY[2:4]))
+    assert asyncio.run(history.load()) == through_the_adapter(HISTORY[:4])
+    asyncio.run(history.close())
+
+
+def test_histories_from_threads_each_with_its_own_loop(store_url: str) -> None:
+    manager = sessionary.AsyncSessionManager(store_url)
+    agent = Agent(TestModel(custom_output_text="hello"))
+
+    def converse(i: int) -> None:
+        history = AsyncSessionaryMessageHistory(f"thread-{i}", manager)
+
+        async def turn(text: str) -> None:
+            result = await agent.run(text, message_history=await history.load())
+            await history.save(result.new_messages())
+
+        asyncio.run(turn(f"hi from {i}"))
+        asyncio.run(turn("again"))
+
+    try:
+        assert in_threads(converse) == [None] * 5
+        for i in range(5):
+            loaded = asyncio.run(AsyncSessionaryMessageHistory(f"thread-{i}", manager).load())
+            assert len(loaded) == 4
+    finally:
+        asyncio.run(manager.close())
 
 
 def test_scopes_are_walls(manager: sessionary.SessionManager) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import threading
 import time
 from typing import Any
 
 import pytest
-from _kv_helpers import REDIS_URL
+from _kv_helpers import REDIS_URL, open_async_driver, open_driver
 
 from sessionary import kv
 from sessionary.errors import InvalidInput
@@ -123,6 +124,20 @@ async def test_async_driver_protocol(adriver: Any) -> None:
     assert await adriver.list_prefix("") == [("b:2", "two"), ("d", "four")]
     with pytest.raises(InvalidInput):
         await adriver.put("", "v")
+
+
+def test_a_driver_closes_twice(kind: str, place: str) -> None:
+    driver = open_driver(kind, place)
+    driver.put("k", "v")
+    driver.close()
+    driver.close()
+
+
+async def test_an_async_driver_closes_twice(kind: str, place: str) -> None:
+    driver = open_async_driver(kind, place)
+    await driver.put("k", "v")
+    await asyncio.wait_for(driver.close(), 30)  # the second close used to hang on SQLite
+    await asyncio.wait_for(driver.close(), 30)
 
 
 def test_a_redis_commit_survives_a_lost_script_and_a_killed_connection(

@@ -178,7 +178,10 @@ class Session(ContextMixin):
                 `HeadConflict` is raised and nothing is written.
 
         Raises:
-            InvalidMessage: If the message is malformed.
+            InvalidMessage: If the message is malformed, or a JSON value in it (metadata,
+                tool arguments or output, data, unknown fields) is not JSON, has a key
+                that is not a string or nests deeper than `MAX_JSON_DEPTH` (100).
+            PayloadTooLarge: If the message is over the store's `max_message_bytes`.
             MessageNotFound: If `parent` is not in this session.
             HeadConflict: If `expected_head` no longer holds.
         """
@@ -478,7 +481,10 @@ class Session(ContextMixin):
             level: "session" (default), "user" or "app".
 
         Raises:
-            InvalidPatch: If `patch` is not a JSON object.
+            InvalidPatch: If `patch` is not a JSON object of JSON values with string keys,
+                nested at most `MAX_JSON_DEPTH` (100) deep.
+            InvalidInput: If the patched state holds a lone surrogate.
+            PayloadTooLarge: If the patched state is over the store's size limit.
             VersionConflict: If `expected_version` no longer holds.
         """
         return self._store.update_state(

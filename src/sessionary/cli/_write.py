@@ -23,7 +23,7 @@ from sessionary.cli._read import Since, selected_sessions
 from sessionary.cli._views import plural, render_hit, session_table, unique_prefixes
 from sessionary.errors import AlreadyExists, SessionaryError, SessionNotFound
 from sessionary.migrate import MigrationProgress, MigrationResult, migrate, verify
-from sessionary.records import SessionInfo
+from sessionary.records import SessionInfo, load_json
 from sessionary.stores.urls import parse_store_url
 from sessionary.transfer import Existing
 
@@ -105,10 +105,12 @@ class RecordReader:
         if not line.strip():
             return None
         try:
-            record = json.loads(line)
+            record = load_json(line)
         except json.JSONDecodeError as exc:
             where = f"{self.name}, line {number}, column {exc.colno}"
             raise CLIError(f"{where}: not valid JSON ({exc.msg})") from None
+        except ValueError as exc:  # nested too deep to decode
+            raise CLIError(f"{self.name}, line {number}: {exc}") from None
         if not isinstance(record, dict):
             raise CLIError(f"{self.name}, line {number}: expected a JSON object")
         return record

@@ -29,6 +29,7 @@ from sessionary.model import (
     ToolResultPart,
     check_message,
 )
+from sessionary.records import load_json
 
 __all__ = [
     "Conversion",
@@ -223,8 +224,8 @@ _RAW_ARGUMENTS = "arguments_text"
 
 def _decode_json(text: str) -> JSON:
     try:
-        return json.loads(text)
-    except ValueError:
+        return load_json(text)
+    except ValueError:  # not JSON, or too deep to decode: kept as the text it is
         return text
 
 

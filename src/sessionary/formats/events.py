@@ -16,7 +16,6 @@ text. Timestamps keep millisecond precision.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -43,6 +42,7 @@ from sessionary.model import (
     from_micros,
     to_micros,
 )
+from sessionary.records import load_json
 
 __all__ = ["event_to_message", "from_events", "to_events"]
 
@@ -199,7 +199,7 @@ def event_to_message(event: Mapping[str, JSON] | Any) -> Message:
 def _from_row(row: dict[str, JSON], where: str) -> dict[str, JSON]:
     meta = row.get("metadata")
     try:
-        fields = json.loads(meta) if isinstance(meta, str) else {}
+        fields = load_json(meta) if isinstance(meta, str) else {}
     except ValueError:
         raise InvalidMessage(f"{where}.metadata: is not JSON") from None
     if not isinstance(fields, dict):

@@ -46,6 +46,7 @@ from sessionary.model import (
     ToolCallPart,
     ToolResultPart,
 )
+from sessionary.records import check_json
 
 __all__ = ["GeminiPrompt", "from_gemini", "to_gemini"]
 
@@ -188,6 +189,7 @@ def from_gemini(
     if system_instruction is not None:
         reader.out.append(_read_system(system_instruction))
     for i, content in enumerate(as_items(list(contents), "contents")):
+        check_json(content, f"contents[{i}]", InvalidMessage)  # `_snake` recurses
         reader.read(_snake(content), f"contents[{i}]")
     return reader.out
 
@@ -214,7 +216,9 @@ def _snake(value: JSON) -> JSON:
 def _read_system(system: Any) -> Message:
     if isinstance(system, str):
         return message("system", [TextPart(system)])
-    content = _snake(as_dict(system, "system_instruction"))
+    content = as_dict(system, "system_instruction")
+    check_json(content, "system_instruction", InvalidMessage)
+    content = _snake(content)
     parts = [
         _read_plain(p, "system_instruction") for p in as_items(content.get("parts", []), "parts")
     ]

@@ -1,19 +1,26 @@
-"""What every framework integration shares: install hints and opening a session by URL.
+"""What every framework integration shares: install hints, opening and closing a store.
 
 An integration takes a store URL or a manager. A URL is opened here and closed by the
 integration's `close`; a manager passed in belongs to the caller and is never closed.
 The sessions an integration writes to are created on their first write, so a framework
 that only knows a session id (as all of them do) needs no set-up step.
+
+Closing follows the OpenAI Agents SDK's sessions (the one framework that defines it for
+a session): an integration that opened its store is terminal from its first `close`, and
+every later use raises `Closed` (a RuntimeError) instead of reopening or hanging; closing
+again is a no-op. An integration over the caller's manager is not closed by `close`,
+which is then a no-op, as the SDK's sessions over an injected client do.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import TypeVar
 
 from sessionary._sync.manager import SessionManager
 from sessionary._sync.session import Session
-from sessionary.errors import InvalidURL, SessionNotFound
+from sessionary.errors import Closed, InvalidURL, SessionNotFound
 from sessionary.ids import check_id
 from sessionary.manager import DEFAULT_URL, AsyncSessionManager
 from sessionary.model import Message
@@ -23,8 +30,11 @@ _M = TypeVar("_M", SessionManager, AsyncSessionManager)
 
 __all__ = [
     "DEFAULT_URL",
+    "Lifecycle",
     "append_async",
     "append_sync",
+    "close_async",
+    "close_sync",
     "install_hint",
     "open_async_manager",
     "open_sync_manager",
@@ -78,6 +88,67 @@ def _rescoped(manager: _M, tenant: str | None, user: str | None) -> _M:
         return manager
     scope = manager.scope
     return manager.for_user(user or scope.user, tenant=tenant or scope.tenant)
+
+
+class Lifecycle:
+    """Whether an integration owns its store and has closed it (see the module docstring).
+
+    A thread lock, not an asyncio one, guards it: an integration may be used from several
+    threads, each with its own event loop.
+    """
+
+    def __init__(self, name: str, owned: bool) -> None:
+        self.name = name
+        self.owned = owned
+        self.closed = False
+        self._releasing = False
+        self._lock = threading.Lock()
+
+    def check_open(self) -> None:
+        """Raise `Closed` if the integration was closed.
+
+        Raises:
+            Closed: After `close()` on an integration that opened its store.
+        """
+        if self.closed:
+            raise Closed(f"{self.name} is closed")
+
+    def start_close(self) -> bool:
+        """Mark the integration closed; return whether the caller must now close the store.
+
+        Only the first call on an integration that owns its store returns True, so a store
+        is closed once however often (or concurrently) `close` is called.
+        """
+        with self._lock:
+            if not self.owned or self._releasing:
+                return False
+            self.closed = self._releasing = True
+            return True
+
+    def close_failed(self) -> None:
+        """Let the next `close` try again: closing the store failed or was cancelled."""
+        with self._lock:
+            self._releasing = False
+
+
+def close_sync(life: Lifecycle, manager: SessionManager) -> None:
+    """Close `manager` if `life` says this call must (see `Lifecycle.start_close`)."""
+    if life.start_close():
+        try:
+            manager.close()
+        except BaseException:
+            life.close_failed()
+            raise
+
+
+async def close_async(life: Lifecycle, manager: AsyncSessionManager) -> None:
+    """Close `manager` if `life` says this call must (see `Lifecycle.start_close`)."""
+    if life.start_close():
+        try:
+            await manager.close()
+        except BaseException:
+            life.close_failed()
+            raise
 
 
 def append_sync(

@@ -18,10 +18,16 @@ How ADK's concepts land in sessionary:
 - State: `app:` keys are the tenant's app state, `user:` keys the user state, `temp:` keys
   live only in the in-memory session of the current invocation, and the rest is the
   session's state. A key's new value replaces the old one, as in ADK (written as a JSON
-  merge patch that also removes the old value's nested keys). A `None` value deletes the
-  key instead of storing null: sessionary state cannot hold a null.
+  merge patch that also removes the old value's nested keys). A `None` value is stored as
+  a value, as ADK's services store it (the key stays, holding None): in sessionary state,
+  where a null would delete the key, it is written as `{"$adk": "null"}` (and an object of
+  yours with a `"$adk"` key is wrapped as `{"$adk": "object", "value": ...}`), which other
+  sessionary clients reading the state see as such.
 - A session object whose stored head moved since it was read (another writer appended)
   gets ADK's `StaleSessionError` on `append_event`, and nothing is written.
+- `async with SessionarySessionService(url) as service:` closes the store at the end, as
+  `DatabaseSessionService` does; as ADK's own services, the service reconnects if it is
+  used after `close()`. A service over your own manager never closes it.
 
 The event and the state it changes are written by two calls, not one transaction: if the
 process dies between them, the event (which records its `state_delta`) is stored and the
@@ -31,20 +37,30 @@ state change is not. Needs `pip install 'sessionary[adk]'`.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 from sessionary.errors import (
     AlreadyExists,
     HeadConflict,
     InvalidId,
+    InvalidMessage,
+    InvalidPatch,
     SessionNotFound,
     VersionConflict,
 )
 from sessionary.formats.gemini import from_gemini, to_gemini
 from sessionary.ids import MAX_ID_LENGTH, check_id, new_id
-from sessionary.integrations._common import DEFAULT_URL, install_hint, open_async_manager
+from sessionary.integrations._common import (
+    DEFAULT_URL,
+    Lifecycle,
+    close_async,
+    install_hint,
+    open_async_manager,
+)
 from sessionary.manager import AsyncSessionManager
 from sessionary.model import DataPart, Message, Part, Role
 from sessionary.records import ANY, Expected, SessionInfo, State, StateLevel
@@ -120,8 +136,16 @@ def _moment(timestamp: float) -> datetime:
 
 
 def event_to_message(event: Event) -> Message:
-    """Return the sessionary message one ADK event is stored as."""
-    data = event.model_dump(mode="json", exclude_none=True)
+    """Return the sessionary message one ADK event is stored as.
+
+    Raises:
+        InvalidMessage: If the event cannot be dumped as JSON (pydantic refuses one
+            nested past its own limit).
+    """
+    try:
+        data = event.model_dump(mode="json", exclude_none=True)
+    except ValueError as exc:
+        raise InvalidMessage(f"the event cannot be stored as JSON: {exc}") from None
     content = data.pop("content", None)
     role: Role = "user" if event.author == "user" else "assistant"
     parts: list[Part] = []
@@ -174,10 +198,49 @@ def message_to_event(message: Message) -> Event:
 # ---------------------------------------------------------------- state
 
 
+_MARK = "$adk"  # the key of a null, or of a wrapped object, in stored state
+_NULL = {_MARK: "null"}
+
+
+def _encode_value(value: Any) -> Any:
+    """Return a JSON state value as it is stored, with its nulls kept.
+
+    A null in an object would read as a deletion in a merge patch, so it becomes `_NULL`;
+    an object of the caller's with a `_MARK` key is wrapped, so that it cannot be taken
+    for one.
+    """
+    if value is None:
+        return dict(_NULL)
+    if not isinstance(value, dict):
+        return value  # a list is replaced whole by a merge patch: its nulls are kept
+    encoded = {key: _encode_value(item) for key, item in value.items()}
+    return {_MARK: "object", "value": encoded} if _MARK in value else encoded
+
+
+def _decode_value(value: Any) -> Any:
+    """Return the ADK value a stored state value stands for (the inverse of `_encode_value`)."""
+    if not isinstance(value, dict):
+        return value
+    if value.get(_MARK) == "null":
+        return None
+    if value.get(_MARK) == "object" and isinstance(value.get("value"), dict):
+        value = value["value"]
+    return {key: _decode_value(item) for key, item in value.items()}
+
+
+def _decode_state(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    return {prefix + key: _decode_value(value) for key, value in data.items()}
+
+
 def _split_state(state: dict[str, Any]) -> dict[StateLevel, dict[str, Any]]:
-    """Split ADK state by scope: prefixes stripped, `temp:` keys dropped."""
+    """Split ADK state by scope, encoded for storing: prefixes stripped, `temp:` keys dropped."""
     levels: dict[StateLevel, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
-    for key, value in to_jsonable_python(state).items():
+    try:
+        jsonable = to_jsonable_python(state)
+    except ValueError as exc:  # e.g. nested past pydantic's limit
+        raise InvalidPatch(f"the state cannot be stored as JSON: {exc}") from None
+    for key, raw in jsonable.items():
+        value = _encode_value(raw)
         if key.startswith(AdkState.APP_PREFIX):
             levels["app"][key.removeprefix(AdkState.APP_PREFIX)] = value
         elif key.startswith(AdkState.USER_PREFIX):
@@ -227,17 +290,44 @@ class SessionarySessionService(BaseSessionService):
     """
 
     def __init__(self, store: AsyncSessionManager | str = DEFAULT_URL) -> None:
-        self._root, self._owned = open_async_manager(store, None, None)
+        self._store = store
+        self._root, owned = open_async_manager(store, None, None)
+        self._life = Lifecycle(type(self).__name__, owned)
+        self._reopening = threading.Lock()
+
+    def _open_root(self) -> AsyncSessionManager:
+        """The store's manager, opened again if the service was closed, as ADK's reconnect."""
+        if self._life.closed:
+            with self._reopening:
+                if self._life.closed:
+                    self._root, owned = open_async_manager(self._store, None, None)
+                    self._life = Lifecycle(type(self).__name__, owned)
+        return self._root
 
     def _manager(self, app_name: str, user_id: str) -> AsyncSessionManager:
-        return self._root.for_user(
+        return self._open_root().for_user(
             encode_name(user_id, "user_id"), tenant=encode_name(app_name, "app_name")
         )
 
     async def close(self) -> None:
-        """Close the store if this service opened it from a URL."""
-        if self._owned:
-            await self._root.close()
+        """Close the store if this service opened it from a URL (a no-op after the first).
+
+        A later call opens the store again, as ADK's services reconnect after `close()`.
+        """
+        await close_async(self._life, self._root)
+
+    async def __aenter__(self) -> Self:
+        """Enter `async with`: the service itself."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Leave `async with`: close the store if this service opened it."""
+        await self.close()
 
     # ------------------------------------------------------------------ sessions
 
@@ -301,11 +391,11 @@ class SessionarySessionService(BaseSessionService):
         state: dict[str, Any],
         updated: float,
     ) -> Session:
-        merged = dict(state)
+        merged = _decode_state(state)
         for level in _SHARED:
             prefix = AdkState.APP_PREFIX if level == "app" else AdkState.USER_PREFIX
             shared = await manager.get_state(level)
-            merged.update({prefix + key: value for key, value in shared.data.items()})
+            merged.update(_decode_state(shared.data, prefix))
         session = Session(
             id=decode_name(info.id),
             app_name=decode_name(manager.scope.tenant),
@@ -325,10 +415,9 @@ class SessionarySessionService(BaseSessionService):
             managers = [self._manager(app_name, user_id)]
         else:
             tenant = encode_name(app_name, "app_name")
-            scopes = await self._root.store.list_scopes()
-            managers = [
-                self._root.for_user(s.user, tenant=tenant) for s in scopes if s.tenant == tenant
-            ]
+            root = self._open_root()
+            scopes = await root.store.list_scopes()
+            managers = [root.for_user(s.user, tenant=tenant) for s in scopes if s.tenant == tenant]
         sessions: list[Session] = []
         for manager in managers:
             async for info in _all_sessions(manager):
@@ -347,7 +436,7 @@ class SessionarySessionService(BaseSessionService):
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """Return the user's state, keys without the `user:` prefix."""
         state = await self._manager(app_name, user_id).get_state("user")
-        return dict(state.data)
+        return _decode_state(state.data)
 
     # ------------------------------------------------------------------ events
 
@@ -374,9 +463,9 @@ class SessionarySessionService(BaseSessionService):
         except SessionNotFound:
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
         except HeadConflict:
-            raise StaleSessionError(
-                f"Session {session.id} was changed by another writer since it was read; "
-                "get it again and retry"
+            raise StaleSessionError(  # worded as ADK's own services word it
+                f"Session {session.id} has been modified in storage since it was loaded "
+                "(another writer appended to it): get it again before appending more events."
             ) from None
         await self._write_state(manager, handle.id, _split_state(event.actions.state_delta or {}))
         session.last_update_time = event.timestamp

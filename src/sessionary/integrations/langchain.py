@@ -14,6 +14,10 @@ as they went in, and every other field LangChain sets (`additional_kwargs`,
 `metadata["langchain"]`. A LangChain id that is a valid sessionary id becomes the message's
 id, so adding the same message twice stores it once.
 
+Closing: a history opened from a URL is terminal after `close()` (or `aclose()`): every
+method then raises `sessionary.Closed` (a RuntimeError) and closing again does nothing; a
+history over your own manager is left usable, and the manager open.
+
 Needs `pip install 'sessionary[langchain]'`.
 """
 
@@ -28,8 +32,11 @@ from sessionary.errors import InvalidId, InvalidMessage, SessionNotFound
 from sessionary.ids import check_id, new_id
 from sessionary.integrations._common import (
     DEFAULT_URL,
+    Lifecycle,
     append_async,
     append_sync,
+    close_async,
+    close_sync,
     install_hint,
     open_async_manager,
     open_sync_manager,
@@ -69,6 +76,10 @@ _ROLE_OF_TYPE: dict[str, Role] = {
     "SystemMessageChunk": "system",
     "tool": "tool",
     "ToolMessageChunk": "tool",
+    # A function message (OpenAI's legacy function calling) answers a call that has no id,
+    # so it cannot be a tool result paired with its call: it is kept as user-side text.
+    "function": "user",
+    "FunctionMessageChunk": "user",
 }
 _AI_TYPES = frozenset({"ai", "AIMessageChunk"})
 _CHAT_ROLES = frozenset({"user", "assistant", "system"})
@@ -172,7 +183,7 @@ def from_langchain(message: BaseMessage) -> Message:
 
     Raises:
         InvalidMessage: If the message has no sessionary counterpart (a `RemoveMessage`,
-            a function message) or holds a value that is not JSON.
+            which deletes rather than says something) or holds a value that is not JSON.
     """
     if not isinstance(message, BaseMessage):
         raise InvalidMessage(f"expected a LangChain message, not {type(message).__name__}")
@@ -312,17 +323,23 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
         self._sync: SessionManager | None = None
         self._async: AsyncSessionManager | None = None
         if isinstance(store, AsyncSessionManager):
-            self._async, self._owned = open_async_manager(store, tenant, user)
+            self._async, owned = open_async_manager(store, tenant, user)
         else:
-            self._sync, self._owned = open_sync_manager(store, tenant, user)
+            self._sync, owned = open_sync_manager(store, tenant, user)
+        self._life = Lifecycle(type(self).__name__, owned)
 
     def _manager(self) -> SessionManager:
+        self._life.check_open()
         if self._sync is None:
             raise TypeError(
                 "this history was made with an AsyncSessionManager: use aget_messages, "
                 "aadd_messages and aclear, or pass a SessionManager or a URL"
             )
         return self._sync
+
+    def _amanager(self) -> AsyncSessionManager | None:
+        self._life.check_open()
+        return self._async
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
@@ -344,36 +361,42 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
 
     async def aget_messages(self) -> list[BaseMessage]:
         """The session's history as LangChain messages, oldest first."""
-        if self._async is None:
+        manager = self._amanager()
+        if manager is None:
             return await super().aget_messages()
         try:
-            history = await self._async.session(self.session_id).history()
+            history = await manager.session(self.session_id).history()
         except SessionNotFound:
             return []
         return _to_langchain_all(history)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append messages after the head, atomically (all of them or none)."""
-        if self._async is None:
+        manager = self._amanager()
+        if manager is None:
             return await super().aadd_messages(messages)
         converted = [from_langchain(m) for m in messages]
-        await append_async(self._async, self.session_id, converted)
+        await append_async(manager, self.session_id, converted)
 
     async def aclear(self) -> None:
         """Delete every message of the session (its state and registry row stay)."""
-        if self._async is None:
+        manager = self._amanager()
+        if manager is None:
             return await super().aclear()
         with contextlib.suppress(SessionNotFound):
-            await self._async.session(self.session_id).clear()
+            await manager.session(self.session_id).clear()
 
     def close(self) -> None:
-        """Close the store if this history opened it from a URL."""
-        if self._owned and self._sync is not None:
-            self._sync.close()
+        """Close the store if this history opened it from a URL (a no-op after the first).
+
+        A history made with an `AsyncSessionManager` it opened is closed with `aclose`.
+        """
+        if self._sync is not None:
+            close_sync(self._life, self._sync)
 
     async def aclose(self) -> None:
-        """Close the store if this history opened it from a URL."""
-        if self._owned and self._async is not None:
-            await self._async.close()
+        """Close the store if this history opened it from a URL (a no-op after the first)."""
+        if self._async is not None:
+            await close_async(self._life, self._async)
         else:
             self.close()

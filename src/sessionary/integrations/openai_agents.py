@@ -14,21 +14,37 @@ the converted parts, and returned as it was.
 
 The session's items are its history: the path from the root to the head. `pop_item`
 removes the head; if the head has children on other branches it only steps the head
-back, so no branch is lost. Needs `pip install 'sessionary[openai-agents]'`.
+back, so no branch is lost.
+
+It behaves as the SDK's own sessions do where a user can tell: it works from any event
+loop and thread (`Runner.run_sync` in several threads at once), an item the SDK could not
+serialise raises a `TypeError` (`sessionary.NotSerializable`), settings given as a dict
+are coerced (unknown keys raise `TypeError`), and a session opened from a URL is terminal
+after `close()`: every call then raises a `RuntimeError` (`sessionary.Closed`), as
+`SQLiteSession` does. `close()` on a session over your own manager leaves it usable, as
+`RedisSession` over an injected client does. Needs `pip install 'sessionary[openai-agents]'`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sessionary.errors import InvalidMessage, MessageNotFound, SessionNotFound
+from sessionary.errors import (
+    InvalidMessage,
+    MessageNotFound,
+    NotSerializable,
+    SessionNotFound,
+)
 from sessionary.formats.openai_responses import from_openai_responses, to_openai_responses
 from sessionary.ids import check_id
 from sessionary.integrations._common import (
     DEFAULT_URL,
+    Lifecycle,
     append_async,
+    close_async,
     install_hint,
     open_async_manager,
 )
@@ -39,7 +55,11 @@ from sessionary.session import AsyncSession
 try:
     from agents.items import TResponseInputItem
     from agents.memory.session import SessionABC
-    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+    from agents.memory.session_settings import (
+        SessionSettings,
+        coerce_session_settings,
+        resolve_session_limit,
+    )
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides the package
     raise install_hint("openai-agents", "openai-agents", exc) from exc
 
@@ -51,23 +71,38 @@ _ITEM = "openai_agents.item"  # the name of the data part holding an item stored
 def item_to_message(item: TResponseInputItem | Mapping[str, Any]) -> Message:
     """Return the sessionary message one Responses input item is stored as.
 
+    Whatever the SDK's own sessions store (any value `json.dumps` writes) is stored, and
+    comes back equal; an item that is not a Responses item sessionary can read is kept
+    whole in a data part.
+
     Raises:
-        InvalidMessage: If the item is not a JSON object.
+        NotSerializable: If the item holds a value with no JSON form (also a TypeError).
     """
-    if not isinstance(item, Mapping):
-        raise InvalidMessage(f"a Responses item must be an object, not {type(item).__name__}")
-    data = dict(item)
-    converted = from_openai_responses([data])
-    if len(converted) == 1:
-        message = converted[0]
-        written = to_openai_responses([message]).value
-        if written == [data]:
-            return message
+    try:
+        json.dumps(item)
+    except (TypeError, ValueError) as exc:  # ValueError: a circular reference
+        raise NotSerializable(f"the item cannot be stored as JSON: {exc}") from None
+    data: Any = dict(item) if isinstance(item, Mapping) else item
+    converted = _converted(data)
+    if converted is None:
+        return Message(role="user", parts=[DataPart(data, name=_ITEM)])
+    written = to_openai_responses([converted]).value
+    if written != [data]:
         # Keep the converted parts (they are what search and other formats see) and the
         # item itself, which is what the SDK gets back.
-        message.parts.append(DataPart(data, name=_ITEM))
-        return message
-    return Message(role="user", parts=[DataPart(data, name=_ITEM)])
+        converted.parts.append(DataPart(data, name=_ITEM))
+    return converted
+
+
+def _converted(data: Any) -> Message | None:
+    """Return the one message a Responses item converts to, or None if it does not."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        converted = from_openai_responses([data])
+    except InvalidMessage:
+        return None  # not an item sessionary reads; the SDK stores it all the same
+    return converted[0] if len(converted) == 1 else None
 
 
 def message_to_item(message: Message) -> TResponseInputItem:
@@ -108,11 +143,16 @@ class SessionarySession(SessionABC):
         *,
         tenant: str | None = None,
         user: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         self.session_id = check_id(session_id, "session id")
-        self.session_settings = session_settings or SessionSettings()
-        self.manager, self._owned = open_async_manager(store, tenant, user)
+        self.session_settings = (
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
+        )
+        self.manager, owned = open_async_manager(store, tenant, user)
+        self._life = Lifecycle(type(self).__name__, owned)
 
     @property
     def session(self) -> AsyncSession:
@@ -120,7 +160,12 @@ class SessionarySession(SessionABC):
         return self.manager.session(self.session_id)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """Return the session's items, oldest first; with `limit`, only the latest ones."""
+        """Return the session's items, oldest first; with `limit`, only the latest ones.
+
+        Raises:
+            Closed: If the session was closed (also a RuntimeError).
+        """
+        self._life.check_open()
         limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and limit <= 0:
             return []
@@ -134,12 +179,25 @@ class SessionarySession(SessionABC):
         return [message_to_item(m) for m in history]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append items after the head, atomically (all of them or none)."""
+        """Append items after the head, atomically (all of them or none).
+
+        Raises:
+            Closed: If the session was closed, even for no items (also a RuntimeError).
+            NotSerializable: If an item has no JSON form (also a TypeError).
+        """
+        self._life.check_open()
+        if not items:
+            return
         messages = [item_to_message(item) for item in items]
         await append_async(self.manager, self.session_id, messages)
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Remove the most recent item and return it, or None if there is none."""
+        """Remove the most recent item and return it, or None if there is none.
+
+        Raises:
+            Closed: If the session was closed (also a RuntimeError).
+        """
+        self._life.check_open()
         session = self.session
         while True:
             try:
@@ -157,11 +215,15 @@ class SessionarySession(SessionABC):
                 continue  # another writer popped it first: pop the new head
 
     async def clear_session(self) -> None:
-        """Delete every item of the session (on every branch)."""
+        """Delete every item of the session (on every branch).
+
+        Raises:
+            Closed: If the session was closed (also a RuntimeError).
+        """
+        self._life.check_open()
         with contextlib.suppress(SessionNotFound):
             await self.session.clear()
 
     async def close(self) -> None:
-        """Close the store if this session opened it from a URL."""
-        if self._owned:
-            await self.manager.close()
+        """Close the store if this session opened it from a URL (a no-op after the first)."""
+        await close_async(self._life, self.manager)

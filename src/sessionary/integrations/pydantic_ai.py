@@ -20,6 +20,11 @@ the part's `extra["pydantic_ai"]` (or the message's `metadata["pydantic_ai"]`), 
 with no sessionary counterpart are kept whole in data parts. Exact means equal to what
 Pydantic AI's own `ModelMessagesTypeAdapter` gives back from its JSON.
 
+Closing: a history opened from a URL is terminal after `close()`: `load` and `save` then
+raise `sessionary.Closed` (a RuntimeError) and closing again does nothing; a history over
+your own manager is left usable, and the manager open. Either class may be used from any
+thread; the async one from any event loop.
+
 Needs `pip install 'sessionary[pydantic-ai]'`.
 """
 
@@ -34,8 +39,11 @@ from sessionary._sync.manager import SessionManager
 from sessionary.errors import InvalidMessage, SessionNotFound
 from sessionary.integrations._common import (
     DEFAULT_URL,
+    Lifecycle,
     append_async,
     append_sync,
+    close_async,
+    close_sync,
     install_hint,
     open_async_manager,
     open_sync_manager,
@@ -359,7 +367,8 @@ class SessionaryMessageHistory:
         user: str | None = None,
     ) -> None:
         self.session_id = session_id
-        self.manager, self._owned = open_sync_manager(store, tenant, user)
+        self.manager, owned = open_sync_manager(store, tenant, user)
+        self._life = Lifecycle(type(self).__name__, owned)
 
     def load(self, limit: int | None = None) -> list[ModelMessage]:
         """Return the session's history for `agent.run(message_history=...)`.
@@ -367,7 +376,11 @@ class SessionaryMessageHistory:
         Args:
             limit: Only the latest `limit` stored messages (widened so that no tool return
                 is separated from its call).
+
+        Raises:
+            Closed: If the history was closed (also a RuntimeError).
         """
+        self._life.check_open()
         try:
             stored = self.manager.session(self.session_id).history(limit=limit)
         except SessionNotFound:
@@ -375,13 +388,17 @@ class SessionaryMessageHistory:
         return from_messages(stored)
 
     def save(self, messages: Sequence[ModelMessage]) -> list[Message]:
-        """Append messages (e.g. `result.new_messages()`) atomically; return them as stored."""
+        """Append messages (e.g. `result.new_messages()`) atomically; return them as stored.
+
+        Raises:
+            Closed: If the history was closed (also a RuntimeError).
+        """
+        self._life.check_open()
         return append_sync(self.manager, self.session_id, to_messages(messages))
 
     def close(self) -> None:
-        """Close the store if this history opened it from a URL."""
-        if self._owned:
-            self.manager.close()
+        """Close the store if this history opened it from a URL (a no-op after the first)."""
+        close_sync(self._life, self.manager)
 
 
 class AsyncSessionaryMessageHistory:
@@ -396,10 +413,12 @@ class AsyncSessionaryMessageHistory:
         user: str | None = None,
     ) -> None:
         self.session_id = session_id
-        self.manager, self._owned = open_async_manager(store, tenant, user)
+        self.manager, owned = open_async_manager(store, tenant, user)
+        self._life = Lifecycle(type(self).__name__, owned)
 
     async def load(self, limit: int | None = None) -> list[ModelMessage]:
         """Return the session's history for `agent.run(message_history=...)`."""
+        self._life.check_open()
         try:
             stored = await self.manager.session(self.session_id).history(limit=limit)
         except SessionNotFound:
@@ -408,9 +427,9 @@ class AsyncSessionaryMessageHistory:
 
     async def save(self, messages: Sequence[ModelMessage]) -> list[Message]:
         """Append messages (e.g. `result.new_messages()`) atomically; return them as stored."""
+        self._life.check_open()
         return await append_async(self.manager, self.session_id, to_messages(messages))
 
     async def close(self) -> None:
-        """Close the store if this history opened it from a URL."""
-        if self._owned:
-            await self.manager.close()
+        """Close the store if this history opened it from a URL (a no-op after the first)."""
+        await close_async(self._life, self.manager)

@@ -7,7 +7,13 @@ Redis store and driver (an append, a commit) skip that: they pack their command 
 and send it down a connection of the client's pool that a `Lane` keeps at hand, then
 read the reply, which is what redis-py does underneath. A connection that fails is
 disconnected by redis-py and goes back to the pool; callers then fall back on the
-ordinary path (which retries and reconnects), so nothing is lost but speed.
+ordinary path (which reconnects), so nothing is lost but speed.
+
+`make_client` builds the clients sessionary opens itself, with bounded waits: connecting
+takes at most `connect_timeout` seconds, and each reply at most `timeout`. A command is
+retried once, at once, on a connection that failed (a server restart, a connection the
+server closed), never after a timeout, so a server that stops answering costs one
+`timeout`, not several.
 """
 
 from __future__ import annotations
@@ -16,7 +22,54 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["AsyncLane", "Lane", "evalsha_command", "packed"]
+__all__ = ["AsyncLane", "Lane", "evalsha_command", "make_client", "packed", "unreachable"]
+
+
+def unreachable(exc: Exception) -> bool:
+    """Whether a redis-py exception means the store cannot be reached or used at all.
+
+    A connection that failed or timed out; a peer that does not speak Redis (its reply is
+    not RESP); a database number the server does not have (redis-py selects it on
+    every new connection, so nothing can work until the URL changes).
+    """
+    import redis.exceptions as rex
+
+    if isinstance(exc, rex.ConnectionError | rex.TimeoutError | rex.InvalidResponse):
+        return True
+    return isinstance(exc, rex.ResponseError) and str(exc).startswith("DB index is out of range")
+
+
+def make_client(
+    module: Any,
+    url: str,
+    *,
+    asynchronous: bool,
+    connect_timeout: float,
+    timeout: float,
+    **extra: Any,
+) -> Any:
+    """A `redis.Redis` (or `redis.asyncio.Redis`) client for `url`, its waits bounded.
+
+    Args:
+        module: The `redis` package.
+        url: A `redis://` or `rediss://` URL.
+        asynchronous: Whether to make a `redis.asyncio` client.
+        connect_timeout: Seconds to wait for a connection.
+        timeout: Seconds to wait for each reply.
+        extra: More client options (e.g. `decode_responses`).
+    """
+    retries = module.asyncio.retry if asynchronous else module.retry
+    retry = retries.Retry(
+        module.backoff.NoBackoff(), 1, supported_errors=(module.exceptions.ConnectionError,)
+    )
+    kind = module.asyncio.Redis if asynchronous else module.Redis
+    return kind.from_url(
+        url,
+        socket_connect_timeout=connect_timeout,
+        socket_timeout=timeout,
+        retry=retry,
+        **extra,
+    )
 
 
 def packed(parts: Sequence[str]) -> bytes:

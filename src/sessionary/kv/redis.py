@@ -8,9 +8,12 @@ checks the expected values and applies the writes in a single script, so compare
 holds for every client of the server and no client ever sees half a commit. The scripts
 name keys they compute, so the driver needs one Redis node (not a cluster).
 
-`RedisDriver` uses `redis.Redis`; `AsyncRedisDriver` uses `redis.asyncio.Redis`. Install
-them with `pip install sessionary[redis]`. A commit is sent straight down a pooled
-connection (see `sessionary.kv._redis_wire`), and the ordinary way if that fails.
+`RedisDriver` uses `redis.Redis`; `AsyncRedisDriver` uses `redis.asyncio.Redis` on a loop
+of its own (see `sessionary.stores._home_loop`), so one driver serves any event loop in
+any thread. Install them with `pip install sessionary[redis]`. A commit is sent straight
+down a pooled connection (see `sessionary.kv._redis_wire`), and the ordinary way if that
+fails. Connecting waits at most `connect_timeout` seconds and each reply at most
+`timeout`; running out of either raises `StoreUnavailable`.
 """
 
 from __future__ import annotations
@@ -20,9 +23,18 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
-from sessionary.errors import StoreError, StoreUnavailable
-from sessionary.kv._redis_wire import AsyncLane, Lane, evalsha_command, packed
+from sessionary.errors import InvalidInput, StoreError, StoreUnavailable
+from sessionary.kv._redis_wire import (
+    AsyncLane,
+    Lane,
+    evalsha_command,
+    make_client,
+    packed,
+    unreachable,
+)
 from sessionary.kv.keys import MAX_KEY_LENGTH, check_key, check_prefix, check_value, prefix_end
+from sessionary.stores._home_loop import AsyncHomeLoop
+from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT, seconds_problem
 
 if TYPE_CHECKING:
     import redis
@@ -105,16 +117,34 @@ def _mapped_errors() -> Iterator[None]:
 
     try:
         yield
-    except (rex.ConnectionError, rex.TimeoutError) as exc:
-        raise StoreUnavailable(f"Redis is unreachable: {exc}") from exc
     except rex.RedisError as exc:
+        if unreachable(exc):
+            raise StoreUnavailable(f"Redis is unreachable: {exc}") from exc
         raise StoreError(f"Redis failed: {exc}") from exc
 
 
 def _detour(module: Any) -> tuple[type[Exception], ...]:
-    """What sends a direct commit the ordinary way: a lost script, a failed connection."""
+    """What sends a direct commit the ordinary way: a lost script, a failed connection.
+
+    Not a timeout: a server that stopped answering would only be asked again.
+    """
     errors = module.exceptions
-    return (errors.NoScriptError, errors.ConnectionError, errors.TimeoutError)
+    return (errors.NoScriptError, errors.ConnectionError)
+
+
+def _client(url: str, asynchronous: bool, connect_timeout: float, timeout: float) -> Any:
+    """A client of sessionary's own for `url`, its waits checked and bounded."""
+    for name, value in (("connect_timeout", connect_timeout), ("timeout", timeout)):
+        problem = seconds_problem(value)
+        if problem is not None:
+            raise InvalidInput(f"{name} {problem}")
+    return make_client(
+        _import_redis(),
+        url,
+        asynchronous=asynchronous,
+        connect_timeout=connect_timeout,
+        timeout=timeout,
+    )
 
 
 def _string(value: object) -> str:
@@ -205,21 +235,27 @@ class RedisDriver:
         *,
         client: redis.Redis | None = None,
         namespace: str = "sessionary",
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         """Connect to Redis at `url`, or use `client`.
 
         Args:
             url: A `redis://` URL; ignored when `client` is given.
-            client: A client to use; the caller keeps ownership and closes it.
+            client: A client to use; the caller keeps ownership and closes it (and
+                sets its timeouts).
             namespace: The prefix of every Redis key the driver uses.
+            connect_timeout: Seconds to wait for a connection.
+            timeout: Seconds to wait for each reply.
 
         Raises:
+            InvalidInput: If the namespace or a timeout is unusable.
             BackendNotInstalled: If redis-py is not installed.
         """
         module = _import_redis()
         self._layout = _Layout(namespace)
         self._owned = client is None
-        self._client: redis.Redis = client or module.Redis.from_url(url)
+        self._client: redis.Redis = client or _client(url, False, connect_timeout, timeout)
         self._commit = self._client.register_script(_COMMIT)
         self._list = self._client.register_script(_LIST)
         self._detour = _detour(module)
@@ -271,25 +307,21 @@ class RedisDriver:
                 self._client.close()
 
 
-class AsyncRedisDriver:
-    """The async face of `RedisDriver`, over `redis.asyncio.Redis`."""
+class _AsyncClientDriver:
+    """The async driver over one `redis.asyncio.Redis` client, bound to one event loop."""
 
     def __init__(
         self,
-        url: str = DEFAULT_URL,
-        *,
-        client: redis.asyncio.Redis | None = None,
-        namespace: str = "sessionary",
+        url: str,
+        client: redis.asyncio.Redis | None,
+        namespace: str,
+        connect_timeout: float,
+        timeout: float,
     ) -> None:
-        """Connect to Redis at `url`, or use `client`; see `RedisDriver`.
-
-        Raises:
-            BackendNotInstalled: If redis-py is not installed.
-        """
         module = _import_redis()
         self._layout = _Layout(namespace)
         self._owned = client is None
-        self._client: redis.asyncio.Redis = client or module.asyncio.Redis.from_url(url)
+        self._client: redis.asyncio.Redis = client or _client(url, True, connect_timeout, timeout)
         self._commit = self._client.register_script(_COMMIT)
         self._list = self._client.register_script(_LIST)
         self._detour = _detour(module)
@@ -343,3 +375,62 @@ class AsyncRedisDriver:
                 await self._lane.close()
             if self._owned:
                 await self._client.aclose()
+
+
+class AsyncRedisDriver:
+    """The async face of `RedisDriver`, over `redis.asyncio.Redis`.
+
+    The client lives on a loop of its own (see `sessionary.stores._home_loop`): any event
+    loop in any thread may call the driver, and a call whose caller is cancelled still
+    runs to its end, so a commit is whole or absent. A `client` passed in stays on the
+    caller's loop (its owner decides where it runs).
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        client: redis.asyncio.Redis | None = None,
+        namespace: str = "sessionary",
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
+        """Connect to Redis at `url`, or use `client`; see `RedisDriver`.
+
+        Raises:
+            InvalidInput: If the namespace or a timeout is unusable.
+            BackendNotInstalled: If redis-py is not installed.
+        """
+        self._home = AsyncHomeLoop(
+            lambda: _AsyncClientDriver(url, client, namespace, connect_timeout, timeout),
+            own_loop=client is None,
+        )
+        self._home.close_with(self)
+
+    async def get(self, key: str) -> str | None:
+        """Return the value stored under `key`, or None."""
+        value: str | None = await self._home.run("get", key)
+        return value
+
+    async def put(self, key: str, value: str) -> None:
+        """Store `value` under `key`."""
+        await self._home.run("put", key, value)
+
+    async def delete(self, key: str) -> bool:
+        """Remove `key`; return whether it was there."""
+        return bool(await self._home.run("delete", key))
+
+    async def list_prefix(self, prefix: str) -> list[tuple[str, str]]:
+        """Return every entry whose key starts with `prefix`, in key order."""
+        entries: list[tuple[str, str]] = await self._home.run("list_prefix", prefix)
+        return entries
+
+    async def commit(
+        self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
+    ) -> bool:
+        """Apply `writes` if every key in `expect` holds its value; see `AsyncKVDriver.commit`."""
+        return bool(await self._home.run("commit", expect, writes))
+
+    async def close(self) -> None:
+        """Close the client (if the driver made it) and stop its loop; idempotent."""
+        await self._home.close()

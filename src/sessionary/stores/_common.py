@@ -39,6 +39,7 @@ from sessionary.records import (
     SessionInfo,
     State,
     StateLevel,
+    check_json,
     check_object,
     merge_patch,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "check_totals",
     "check_session_fields",
     "check_restore",
+    "encode_imported_state",
     "encode_json",
     "gc_paused",
     "has_children",
@@ -175,9 +177,11 @@ def encode_json(value: Any, what: str, max_bytes: int) -> str:
     """Encode a JSON document, refusing non-JSON values and oversized documents.
 
     Raises:
-        InvalidInput: If `value` holds something that is not JSON.
+        InvalidInput: If `value` holds something that is not JSON, a key that is not a
+            string, or nests deeper than `MAX_JSON_DEPTH`.
         PayloadTooLarge: If the encoding is over `max_bytes`.
     """
+    check_json(value, what)
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -349,6 +353,19 @@ def check_restore(level: StateLevel, current: State, wanted: State) -> bool:
         f"{level} state is already at version {current.version}; "
         f"it cannot be restored to version {version}"
     )
+
+
+def encode_imported_state(state: State | None, max_bytes: int) -> str | None:
+    """Check and encode the session state an import brings; None if it brings none.
+
+    Raises:
+        InvalidInput: If the state is not a JSON object with a version of at least 1.
+        PayloadTooLarge: If it is over `max_bytes` encoded.
+    """
+    if state is None or not state.version:
+        return None
+    check_restore("session", empty_state(), state)
+    return encode_json(state.data, "session state", max_bytes)
 
 
 def scopes_from_rows(rows: Sequence[Sequence[str]]) -> list[Scope]:

@@ -21,6 +21,8 @@ against the query in Python on the message's own text, which also builds the
 highlighted snippet, so the hits are exactly the in-memory store's (no stemming; case
 and accents folded). What differs: words longer than `innodb_ft_max_token_size` (84)
 less 2 characters are not indexed and cannot be found; the rank is InnoDB's relevance.
+A phrase over InnoDB's 128 words is searched by its runs of 128 words and checked whole
+in Python (see `to_boolean_mode`).
 
 The FULLTEXT index over messages lives in a table of its own, `message_search (seq,
 text)`, kept in step in batches (migration 3). InnoDB updates a FULLTEXT index at every
@@ -30,6 +32,16 @@ transaction, so a message is queued exactly when it commits), edits queue it aga
 deletes drop its index row. Every search first indexes the whole queue
 (`pending_sql`, `index_pending`), so it sees every committed message. The triggers need
 the TRIGGER privilege when the schema is created or upgraded.
+
+Appends after the head: `append_sql` and `append_after_sql` are each one script, one
+round trip, ending in COMMIT. If the client goes away (killed, or its task cancelled),
+the server still runs the script to its end, but every result it then fails to write
+raises a network error that also sets `ROW_COUNT()` to -1. So no guard in a script may
+read `ROW_COUNT()` or anything else a result write can change: `append_sql` guards on
+user variables set by its locking read, `append_after_sql` on the session row as its
+own UPDATE left it. A statement that fails stops the script before COMMIT, and the
+transaction is rolled back (by the driver, or by the server when the connection goes).
+Every other write is a transaction of single statements whose COMMIT is sent alone.
 
 Documents are searched the same way: `documents.search` holds the tokens of a document's
 latest text, `documents.text` the text itself for the check and the snippet. A key is
@@ -49,11 +61,16 @@ from sessionary.records import DocumentHit, Expected, Head, Scope, SearchHit
 from sessionary.stores._sql_common import Dialect, Migration
 from sessionary.stores._textmatch import fold, match_text
 
-__all__ = ["MySQLDialect", "to_boolean_mode"]
+__all__ = ["PHRASE_WORDS", "MySQLDialect", "to_boolean_mode"]
 
+PHRASE_WORDS = 128
+"""The most words InnoDB searches as one phrase (`MAX_PROXIMITY_ITEM` in its source)."""
 _TOKEN = "s_"
 _ID = "VARCHAR(128) NOT NULL"
 _TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+_LONGEST = 254
+"""The longest token a server can index: `s_` and a word of the largest setting of
+`innodb_ft_max_token_size` (252 characters)."""
 _OVERFETCH = 10
 """Candidates fetched beyond `limit`, for the few the Python check may drop."""
 
@@ -235,18 +252,31 @@ SELECT @sx_head, @sx_ok, @sx_pk, @sx_depth FROM DUAL WHERE @sx_pk IS NOT NULL"""
     def append_after_sql(self, count: int) -> str:
         """Move the head if it is still where the store saw it, then insert the rows.
 
-        `ROW_COUNT()` is the UPDATE's while the INSERT runs, so the rows go in only if
-        the head moved; the script then commits nothing at all otherwise.
+        Each row is selected from the session's row as this transaction left it: only
+        where the head is now the chain's last message. So the rows go in exactly when
+        the UPDATE moved the head (else that message is stored already, and the INSERT
+        fails as a duplicate key, whole). The guard must not be `ROW_COUNT()`: once the
+        client has gone, the server still runs the script, but a failed write of the
+        UPDATE's result resets `ROW_COUNT()` to -1, and COMMIT would commit the head
+        move without the messages. A table row is all the guard may read.
         """
-        values = " UNION ALL ".join(
-            ["SELECT %s, %s, %s, %s, %s, %s, %s, %s FROM DUAL WHERE ROW_COUNT() = 1"] * count
-        )
+        row = "SELECT %s, %s, %s, %s, %s, %s, %s, %s FROM sessions WHERE pk = %s AND head_id = %s"
         return f"""START TRANSACTION;
 UPDATE sessions SET head_id = %s, head_depth = %s, message_count = message_count + %s,
     updated_us = %s WHERE pk = %s AND head_id <=> %s AND head_depth = %s;
 INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
-    {values};
+    {" UNION ALL ".join([row] * count)};
 COMMIT"""
+
+    def append_after_params(
+        self, seen: tuple[int, str | None, int], rows: Sequence[Sequence[Any]], now: int
+    ) -> list[Any]:
+        """The parameters of `append_after_sql`: each row's are followed by its guard's."""
+        last = rows[-1]
+        params: list[Any] = [last[1], last[3], len(rows), now, *seen]
+        for row in rows:
+            params += [*row, seen[0], last[1]]
+        return params
 
     migrations_table = (
         "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INT NOT NULL PRIMARY KEY, "
@@ -279,10 +309,16 @@ COMMIT"""
         )
 
     def index_text(self, text: str) -> str:
-        """The tokens `messages.text` holds for a message's text (see the module docstring)."""
+        """The tokens `messages.text` holds for a message's text (see the module docstring).
+
+        A token longer than any server indexes (`_LONGEST`) is left out: it could never
+        be found, and a long one (a base64 blob in a tool result) would double what the
+        INSERT carries, which must fit in `max_allowed_packet`.
+        """
         if text.isascii():  # folding ASCII is lowering it, and leaves each word one word
-            return " ".join([_TOKEN + word for word in words(text.lower())])
-        return " ".join(map(_token, words(text)))
+            longest = _LONGEST - len(_TOKEN)
+            return " ".join([_TOKEN + w for w in words(text.lower()) if len(w) <= longest])
+        return " ".join([t for t in map(_token, words(text)) if len(t) <= _LONGEST])
 
     def search_sql(
         self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
@@ -386,13 +422,25 @@ COMMIT"""
 def to_boolean_mode(query: Query) -> str:
     """Render a query for `MATCH ... AGAINST (... IN BOOLEAN MODE)`.
 
+    InnoDB refuses a phrase of more than `PHRASE_WORDS` words ("Too many words in a FTS
+    phrase"). A longer phrase is searched as all of its runs of that many words, each a
+    phrase of its own (`(+"run 1" +"run 2")`): every message holding the phrase holds
+    them, and the check in Python drops the few that hold them apart. A longer phrase
+    to exclude is left to that check alone, since excluding its runs could drop a
+    message that holds them apart.
+
     Examples:
         >>> from sessionary.query import parse_query
         >>> to_boolean_mode(parse_query('pet Cat OR dog* -"hot dog"'))
         '+(s_pet) +(s_cat s_dog*) -"s_hot s_dog"'
+        >>> long = to_boolean_mode(parse_query(".".join(["x"] * 130)))
+        >>> long.startswith('+((+"s_x s_x s_x'), long.endswith('s_x" +"s_x s_x"))')
+        (True, True)
     """
     positive = " ".join("+(" + " ".join(map(_term, group)) + ")" for group in query.groups)
-    excluded = "".join(f" -{_term(term)}" for term in query.excluded)
+    excluded = "".join(
+        f" -{_term(term)}" for term in query.excluded if len(words(term.text)) <= PHRASE_WORDS
+    )
     return positive + excluded
 
 
@@ -401,6 +449,9 @@ def _term(term: Term) -> str:
     tokens = list(map(_token, words(term.text)))
     if not tokens:
         raise InvalidQuery(f"the search term {term.text!r} holds no word")
+    if len(tokens) > PHRASE_WORDS:
+        runs = [tokens[i : i + PHRASE_WORDS] for i in range(0, len(tokens), PHRASE_WORDS)]
+        return "(" + " ".join('+"' + " ".join(run) + '"' for run in runs) + ")"
     if len(tokens) > 1:
         return '"' + " ".join(tokens) + '"'
     return tokens[0] + ("*" if term.prefix else "")

@@ -16,6 +16,17 @@ parser indexes (e.g. only `½`) can match nothing, so the query is guarded with
 `numnode(...) > 0` per group rather than letting PostgreSQL drop that group and match
 more than asked.
 
+Snippets come from `ts_headline` given only the query's words, any of them
+(`headline_tsquery`), never its phrases: over a text that holds a phrase's words many
+times, `ts_headline` with `<->` takes time and memory that grow much faster than the
+text (a 20-word phrase over 200,000 repeated words asks for a 1.6 GB allocation; a larger
+one got the server process killed by the kernel), while with words alone it takes time
+linear in the text. Matching and ranking read the `tsvector`, which keeps at most 256
+positions per word and none past 16,383, so they stay cheap; the flip side is
+PostgreSQL's own limit: a phrase is found only among a word's first 256 occurrences in a
+message and within its first 16,383 words, and a word over 2,047 bytes is not indexed
+(nor searched: its group matches nothing).
+
 Documents keep their own text in `documents.text` (returned as written) and its words in
 `documents.search` (as `messages.text` does), which the `tsvector` column indexes; only a
 document's latest version is in that row, so only latest versions can match.
@@ -33,7 +44,10 @@ from sessionary.records import DocumentHit, Scope, SearchHit
 from sessionary.stores._common import HIGHLIGHT
 from sessionary.stores._sql_common import Dialect, Migration
 
-__all__ = ["PostgresDialect", "to_tsquery"]
+__all__ = ["HEADLINE_WORDS", "PostgresDialect", "headline_tsquery", "to_tsquery"]
+
+HEADLINE_WORDS = 32
+"""The most distinct words of a query that a snippet highlights."""
 
 _CONFIG = "'sessionary_search'"
 _HEADLINE = f"StartSel={HIGHLIGHT[0]}, StopSel={HIGHLIGHT[1]}, MaxWords=16, MinWords=5"
@@ -235,7 +249,7 @@ SELECT v.* FROM (VALUES {values}) AS v WHERE EXISTS (SELECT FROM moved)"""
             "JOIN sessions AS s ON s.pk = m.session_pk ORDER BY top.rank DESC, top.seq"
         )
         group_params = [_group_tsquery(group) for group in query.groups]
-        return sql, [tsquery, _HEADLINE, *params, *group_params, limit]
+        return sql, [headline_tsquery(query), _HEADLINE, *params, *group_params, limit]
 
     def search_hits(
         self, rows: Sequence[Sequence[Any]], query: Query, limit: int
@@ -262,7 +276,7 @@ SELECT v.* FROM (VALUES {values}) AS v WHERE EXISTS (SELECT FROM moved)"""
             ") AS top JOIN documents AS d ON d.pk = top.pk "
             "ORDER BY top.rank DESC, d.namespace, d.doc_key"
         )
-        params: list[Any] = [tsquery, _HEADLINE, tsquery, tsquery, *owner]
+        params: list[Any] = [headline_tsquery(query), _HEADLINE, tsquery, tsquery, *owner]
         if namespace is not None:
             params.append(namespace)
         params += [_group_tsquery(group) for group in query.groups]
@@ -288,6 +302,26 @@ def to_tsquery(query: Query) -> str:
     if not query.excluded:
         return positive
     return f"{positive} & !({' | '.join(map(_term_tsquery, query.excluded))})"
+
+
+def headline_tsquery(query: Query) -> str:
+    """The query's words as `ts_headline` is given them: any of them, no phrase.
+
+    At most `HEADLINE_WORDS` distinct words (a prefix keeps its `:*`), since
+    `ts_headline`'s time grows with the text's length times the query's size.
+
+    Examples:
+        >>> from sessionary.query import parse_query
+        >>> headline_tsquery(parse_query('"black cat" OR cat* -dog'))
+        "'black' | 'cat' | 'cat':*"
+    """
+    items: dict[str, None] = {}
+    for term in (term for group in query.groups for term in group):
+        found = words(term.text)
+        for i, word in enumerate(found):
+            prefix = term.prefix and i == len(found) - 1
+            items[f"'{word}':*" if prefix else f"'{word}'"] = None
+    return " | ".join(list(items)[:HEADLINE_WORDS])
 
 
 def _group_tsquery(group: Sequence[Term]) -> str:

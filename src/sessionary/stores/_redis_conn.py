@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import StoreError, StoreUnavailable
-from sessionary.kv._redis_wire import AsyncLane, Lane, evalsha_command
+from sessionary.kv._redis_wire import AsyncLane, Lane, evalsha_command, make_client, unreachable
 from sessionary.stores._redis_lua import SCRIPTS
+from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
 
 if TYPE_CHECKING:
     import redis
@@ -43,34 +44,42 @@ def mapped_errors() -> Iterator[None]:
 
 def _mapped(exc: Exception) -> StoreError:
     """The error of sessionary's tree that stands for a redis-py exception."""
-    import redis.exceptions as rex
-
-    if isinstance(exc, rex.ConnectionError | rex.TimeoutError):
+    if unreachable(exc):
         return StoreUnavailable(f"Redis is unreachable: {exc}")
     return StoreError(f"Redis failed: {exc}")
 
 
 def _detour(module: Any) -> tuple[type[Exception], ...]:
-    """What sends a direct call the ordinary way: a lost script, a failed connection."""
+    """What sends a direct call the ordinary way: a lost script, a failed connection.
+
+    Not a timeout: a server that stopped answering would only be asked again.
+    """
     errors = module.exceptions
-    return (errors.NoScriptError, errors.ConnectionError, errors.TimeoutError)
-
-
-def _client_options(connect_timeout: float | None) -> dict[str, Any]:
-    options: dict[str, Any] = {"decode_responses": True}
-    if connect_timeout is not None:
-        options["socket_connect_timeout"] = connect_timeout
-    return options
+    return (errors.NoScriptError, errors.ConnectionError)
 
 
 class RedisConnection:
-    """A `redis.Redis` client with the store's scripts (and `extra` ones) registered."""
+    """A `redis.Redis` client with the store's scripts (and `extra` ones) registered.
+
+    Connecting waits at most `connect_timeout` seconds, each reply at most `timeout`.
+    """
 
     def __init__(
-        self, url: str, connect_timeout: float | None = None, extra: Mapping[str, str] | None = None
+        self,
+        url: str,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
+        extra: Mapping[str, str] | None = None,
     ) -> None:
         module = _import_redis()
-        self.client: redis.Redis = module.Redis.from_url(url, **_client_options(connect_timeout))
+        self.client: redis.Redis = make_client(
+            module,
+            url,
+            asynchronous=False,
+            connect_timeout=connect_timeout,
+            timeout=timeout,
+            decode_responses=True,
+        )
         self.scripts: dict[str, Any] = {
             name: self.client.register_script(source)
             for name, source in {**SCRIPTS, **(extra or {})}.items()
@@ -113,14 +122,26 @@ class RedisConnection:
 
 
 class AsyncRedisConnection:
-    """A `redis.asyncio.Redis` client with the store's scripts (and `extra` ones) registered."""
+    """A `redis.asyncio.Redis` client with the store's scripts (and `extra` ones) registered.
+
+    Connecting waits at most `connect_timeout` seconds, each reply at most `timeout`.
+    """
 
     def __init__(
-        self, url: str, connect_timeout: float | None = None, extra: Mapping[str, str] | None = None
+        self,
+        url: str,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
+        extra: Mapping[str, str] | None = None,
     ) -> None:
         module = _import_redis()
-        self.client: redis.asyncio.Redis = module.asyncio.Redis.from_url(
-            url, **_client_options(connect_timeout)
+        self.client: redis.asyncio.Redis = make_client(
+            module,
+            url,
+            asynchronous=True,
+            connect_timeout=connect_timeout,
+            timeout=timeout,
+            decode_responses=True,
         )
         self.scripts: dict[str, Any] = {
             name: self.client.register_script(source)

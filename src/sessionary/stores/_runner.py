@@ -2,7 +2,8 @@
 
 `AsyncRunner` and `Runner` are a hand-written pair with the same method names, so that
 the generated synchronous adapter calls `Runner` where the asynchronous one awaits
-`AsyncRunner`.
+`AsyncRunner`. (A store whose driver is bound to one event loop runs on a loop of its
+own instead: see `_home_loop`.)
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["AsyncRunner", "Runner"]
+from sessionary.errors import Closed
+
+__all__ = ["AsyncRunner", "Runner", "settle"]
 
 T = TypeVar("T")
 
@@ -33,11 +36,18 @@ class AsyncRunner:
     rows, say) runs inline when that lock is free at once. It never waits for the lock,
     so the event loop never waits for a write, a sync or another process's lock; when
     the engine is busy the call takes the queue like any other.
+
+    Like a store on a loop of its own, a call whose caller is cancelled still runs to its
+    end on the worker, and its result is dropped. After `close` (idempotent) every call
+    raises `Closed`.
     """
 
     def __init__(self, blocking: bool, lock: _Lock | None = None) -> None:
         self._queue: queue.SimpleQueue[_Job | None] | None = None
         self._lock = lock
+        self.closed = False
+        # Held while a job is queued and while closing, so no job lands behind the stop.
+        self._guard = threading.Lock()
         if blocking:
             self._queue = queue.SimpleQueue()
             self._thread = threading.Thread(
@@ -53,26 +63,28 @@ class AsyncRunner:
         `quick(*args)` says whether a call is short enough to run inline when the engine
         is idle (only with a `lock`).
         """
-        lock, jobs = self._lock, self._queue
-        if jobs is None:
+        lock, submit = self._lock, self._submit
+        if self._queue is None:
 
             async def call(*args: Any) -> T:
+                if self.closed:
+                    raise _closed_error()
                 return fn(*args)
 
         elif quick is None or lock is None:
 
             async def call(*args: Any) -> T:
-                return await _submit(jobs, fn, args)
+                return await submit(fn, args)
 
         else:
 
             async def call(*args: Any) -> T:
-                if quick(*args) and lock.acquire(blocking=False):
+                if not self.closed and quick(*args) and lock.acquire(blocking=False):
                     try:
                         return fn(*args)
                     finally:
                         lock.release()
-                return await _submit(jobs, fn, args)
+                return await submit(fn, args)
 
         call.__name__ = call.__qualname__ = getattr(fn, "__name__", "call")
         return call
@@ -80,14 +92,42 @@ class AsyncRunner:
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Call `fn(*args)` and return its result."""
         if self._queue is None:
+            if self.closed:
+                raise _closed_error()
             return fn(*args)
-        return await _submit(self._queue, fn, args)
+        return await self._submit(fn, args)
+
+    def _submit(self, fn: Callable[..., T], args: tuple[Any, ...]) -> asyncio.Future[T]:
+        """Queue `fn(*args)` for the worker; return the future it settles.
+
+        A plain function, not a coroutine: a bound call awaits the future itself, which
+        saves a coroutine per call on the append path.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        with self._guard:
+            if self.closed:
+                raise _closed_error()
+            self._queue.put((loop, future, fn, args))  # type: ignore[union-attr]
+        return future
 
     async def close(self, fn: Callable[[], None]) -> None:
-        """Call `fn` (the engine's close) and stop the worker thread."""
-        await self.run(fn)
-        if self._queue is not None:
+        """Call `fn` (the engine's close) after the calls queued before, stop the worker.
+
+        Idempotent: a second call returns at once.
+        """
+        with self._guard:
+            if self.closed:
+                return
+            self.closed = True
+            if self._queue is None:
+                fn()
+                return
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[None] = loop.create_future()
+            self._queue.put((loop, future, fn, ()))
             self._queue.put(None)
+        await future
 
 
 class _Lock(Protocol):
@@ -98,21 +138,12 @@ class _Lock(Protocol):
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
 
 
-def _submit(
-    jobs: queue.SimpleQueue[_Job | None], fn: Callable[..., T], args: tuple[Any, ...]
-) -> asyncio.Future[T]:
-    """Queue `fn(*args)` for the worker; return the future it settles.
-
-    A plain function, not a coroutine: a bound call awaits the future itself, which
-    saves a coroutine per call on the append path.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-    jobs.put((loop, future, fn, args))
-    return future
+def _closed_error() -> Closed:
+    return Closed("the store is closed; open a new one")
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+def settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    """On the future's loop: give it its outcome, unless its awaiter gave up (cancelled)."""
     if future.cancelled():
         return
     if error is not None:
@@ -131,7 +162,7 @@ def _work(jobs: queue.SimpleQueue[_Job | None]) -> None:
             result, error = None, exc
         # If the loop was closed while the job ran, nobody is waiting for the result.
         with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(_settle, future, result, error)
+            loop.call_soon_threadsafe(settle, future, result, error)
 
 
 class Runner:
@@ -139,6 +170,8 @@ class Runner:
 
     def __init__(self, blocking: bool, lock: _Lock | None = None) -> None:
         del blocking, lock
+        self.closed = False
+        self._guard = threading.Lock()
 
     def bind(
         self, fn: Callable[..., T], quick: Callable[..., bool] | None = None
@@ -149,8 +182,14 @@ class Runner:
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Call `fn(*args)` and return its result."""
+        if self.closed:
+            raise _closed_error()
         return fn(*args)
 
     def close(self, fn: Callable[[], None]) -> None:
-        """Call `fn` (the engine's close)."""
+        """Call `fn` (the engine's close), once."""
+        with self._guard:
+            if self.closed:
+                return
+            self.closed = True
         fn()

@@ -45,7 +45,6 @@ __all__ = [
     "INSERT_MESSAGE",
     "INSERT_MESSAGES",
     "FIND_SQL",
-    "append_after_params",
     "INSERT_SESSION",
     "LINEAR_HEAD_SQL",
     "LOCATE_SQL",
@@ -61,7 +60,8 @@ __all__ = [
     "Migration",
     "decode_cursor_pair",
     "import_rows",
-    "insert_statements",
+    "insert_chunks",
+    "insert_statement",
     "session_row",
     "plan_chain",
     "redact",
@@ -206,6 +206,22 @@ class Dialect:
         """
         raise NotImplementedError
 
+    def append_after_params(
+        self, seen: tuple[int, str | None, int], rows: Sequence[Sequence[Any]], now: int
+    ) -> list[Any]:
+        """The parameters of `append_after_sql`.
+
+        Args:
+            seen: The session's (pk, head id, head depth) as the store last saw them.
+            rows: The message rows `plan_chain` laid out under that head.
+            now: The time to record as the session's last activity, in microseconds.
+        """
+        last = rows[-1]
+        params: list[Any] = [last[1], last[3], len(rows), now, *seen]
+        for row in rows:
+            params += row
+        return params
+
     pending_sql: str | None = None
     """A query of the messages the search index has yet to take in, a batch at a time,
     or None where the index is kept in step by every write."""
@@ -309,23 +325,6 @@ def plan_chain(
     return out, rows, (parent_id, depth)
 
 
-def append_after_params(
-    seen: tuple[int, str | None, int], rows: Sequence[Sequence[Any]], now: int
-) -> list[Any]:
-    """The parameters of `Dialect.append_after_sql`.
-
-    Args:
-        seen: The session's (pk, head id, head depth) as the store last saw them.
-        rows: The message rows `plan_chain` laid out under that head.
-        now: The time to record as the session's last activity, in microseconds.
-    """
-    last = rows[-1]
-    params: list[Any] = [last[1], last[3], len(rows), now, *seen]
-    for row in rows:
-        params += row
-    return params
-
-
 def decode_cursor_pair(cursor: str | None) -> tuple[int, int]:
     """Return the (depth, seq) a `page_messages` cursor holds; (-1, 0) for the first page."""
     if cursor is None:
@@ -367,18 +366,25 @@ def import_rows(
     return rows, (info.head_id, head_depth, len(rows))
 
 
-def insert_statements(rows: Sequence[Sequence[Any]]) -> Iterator[tuple[str, list[Any]]]:
-    """Multi-row INSERTs of message rows, each under `CHUNK` rows and about 4 MB."""
-    batch: list[Any] = []
-    count = size = 0
-    for row in rows:
-        batch.extend(row)
-        count, size = count + 1, size + len(row[6]) + len(row[7])
-        if count == CHUNK or size > 4_000_000:
-            yield INSERT_MESSAGES + ", ".join([INSERT_MESSAGE] * count), batch
-            batch, count, size = [], 0, 0
-    if count:
-        yield INSERT_MESSAGES + ", ".join([INSERT_MESSAGE] * count), batch
+def insert_chunks(rows: Sequence[Sequence[Any]]) -> Iterator[Sequence[Sequence[Any]]]:
+    """Message rows in chunks for multi-row INSERTs: under `CHUNK` rows and about 4 MB each.
+
+    A row larger than that goes in a chunk of its own.
+    """
+    start = size = 0
+    for end, row in enumerate(rows):
+        weight = len(row[6]) + len(row[7])
+        if end > start and (end - start == CHUNK or size + weight > 4_000_000):
+            yield rows[start:end]
+            start, size = end, 0
+        size += weight
+    if start < len(rows):
+        yield rows[start:]
+
+
+def insert_statement(rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]]:
+    """One multi-row INSERT of message rows, and its parameters."""
+    return INSERT_MESSAGES + ", ".join([INSERT_MESSAGE] * len(rows)), [v for r in rows for v in r]
 
 
 def session_row(

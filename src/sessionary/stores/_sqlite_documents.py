@@ -16,7 +16,6 @@ from sessionary.model import to_micros
 from sessionary.query import Query, to_fts5
 from sessionary.records import Document, DocumentHit, Page, Scope, StateLevel
 from sessionary.stores._common import (
-    HIGHLIGHT,
     PreparedDocument,
     check_document_ref,
     check_document_version,
@@ -36,6 +35,7 @@ from sessionary.stores._documents import (
     restore_plan,
 )
 from sessionary.stores._rows import now_us
+from sessionary.stores._sqlite_index import row_snippet, snippet_columns
 from sessionary.stores._sqlite_registry import SQLiteRegistry
 
 __all__ = ["SQLiteDocuments"]
@@ -227,12 +227,13 @@ class SQLiteDocuments(SQLiteRegistry):
             check_namespace(namespace)
         expression = to_fts5(query)
         sql = (
-            "SELECT d.namespace, d.doc_key, snippet(documents_fts, 0, ?, ?, '…', 16), "
+            "SELECT d.namespace, d.doc_key, "
+            f"{snippet_columns('documents_fts', 'd.text')}, "
             "bm25(documents_fts), d.version FROM documents_fts "
             "JOIN documents AS d ON d.pk = documents_fts.rowid "
             f"WHERE documents_fts MATCH ? AND {_OWNER} AND d.version > 0"
         )
-        params: list[Any] = [*HIGHLIGHT, expression]
+        params: list[Any] = [expression]
         if namespace is not None:
             sql += " AND d.namespace = ?"
         sql += " ORDER BY bm25(documents_fts), d.namespace, d.doc_key LIMIT ?"
@@ -240,7 +241,10 @@ class SQLiteDocuments(SQLiteRegistry):
             owner = self._doc_owner(db, scope, level, session_id)
             tail = [namespace] if namespace is not None else []
             rows = db.execute(sql, (*params, *owner, *tail, limit)).fetchall()
-        return [DocumentHit(r[0], r[1], r[2], -float(r[3]), int(r[4])) for r in rows]
+        return [
+            DocumentHit(r[0], r[1], row_snippet(query, r[2], r[3]), -float(r[4]), int(r[5]))
+            for r in rows
+        ]
 
     def restore_document(
         self,

@@ -13,7 +13,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from sessionary.errors import InvalidQuery, SessionaryError, StoreError, StoreUnavailable
+from sessionary.errors import (
+    Closed,
+    InvalidQuery,
+    SessionaryError,
+    StoreError,
+    StoreUnavailable,
+)
 from sessionary.model import Message, decode_lazy
 
 __all__ = [
@@ -119,6 +125,8 @@ from now on if it is the session's newest message (or the session has none)."""
 def store_error(path: str, exc: sqlite3.Error) -> SessionaryError:
     """Map one of sqlite3's exceptions onto the error tree; the only place that does."""
     text = str(exc)
+    if isinstance(exc, sqlite3.ProgrammingError) and "closed database" in text:
+        return Closed(f"{path}: the store is closed")
     if isinstance(exc, sqlite3.OperationalError):
         if "fts5" in text:
             return InvalidQuery(f"the search query could not be run: {text}")

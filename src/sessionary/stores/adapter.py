@@ -1,8 +1,13 @@
-"""Adapts a synchronous engine to the store protocol.
+"""Adapts a backend to the store protocol: the seam that owns a store's loop affinity.
 
-Engines (the in-memory and SQLite backends) do their work synchronously; this adapter
+Engines (the in-memory and SQLite backends) do their work synchronously; `wrap_engine`
 forwards each protocol method to the engine through a runner, which for async code is
-the engine's own worker thread. The sync twin of this module is generated.
+the engine's own worker thread. Stores on a server (SQL servers, Redis) speak, in async
+code, through drivers bound to one event loop; `wrap_store` runs such a store on a loop
+of its own (see `sessionary.stores._home_loop`), so that every store answers on whatever
+loop calls it, in any thread. Either way one store call is one hand-over, and a closed
+store refuses calls with `Closed`. The sync twin of this module is generated; its
+runners call the engine or store directly.
 """
 
 from __future__ import annotations
@@ -10,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+from sessionary.errors import Closed
+from sessionary.stores._home_loop import AsyncHomeLoop
 from sessionary.stores._runner import AsyncRunner
 from sessionary.stores.base import AsyncStore
 
-__all__ = ["STORE_METHODS", "AsyncEngineStore", "wrap_engine"]
+__all__ = ["STORE_METHODS", "AsyncEngineStore", "AsyncLoopStore", "wrap_engine", "wrap_store"]
 
 STORE_METHODS = (
     "create_session",
@@ -90,8 +97,9 @@ class AsyncEngineStore:
             setattr(self, name, self._runner.bind(getattr(engine, name), QUICK_READS.get(name)))
 
     async def close(self) -> None:
-        """Close the engine and stop its worker."""
+        """Close the engine and stop its worker; idempotent, from any loop or thread."""
         await self._runner.close(self.engine.close)
+        _refuse_calls(self)
 
     async def __aenter__(self) -> AsyncEngineStore:
         return self
@@ -100,6 +108,59 @@ class AsyncEngineStore:
         await self.close()
 
 
+class AsyncLoopStore:
+    """A store whose driver is bound to one event loop, on a loop of its own.
+
+    Its runner builds the store and hands each call to it: for async code on the store's
+    own loop, for sync code directly (sync drivers are not bound to a loop). Other
+    attributes of the store (a backend's own methods, such as Redis's `roll_up`) are
+    reached through this object too.
+
+    Args:
+        open_store: Builds the store, without I/O (again in a forked child).
+    """
+
+    def __init__(self, open_store: Callable[[], AsyncStore]) -> None:
+        self._home = AsyncHomeLoop(open_store)
+        store = self._home.resident
+        self.capabilities: frozenset[str] = store.capabilities
+        self.max_message_bytes: int = store.max_message_bytes
+        for name in STORE_METHODS:
+            setattr(self, name, self._home.bind(name))
+        self._home.close_with(self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_home" or name.startswith("__"):
+            raise AttributeError(name)
+        return self._home.attribute(name)
+
+    async def close(self) -> None:
+        """Close the store's connections; idempotent, from any loop or thread."""
+        await self._home.close()
+        _refuse_calls(self)
+
+    async def __aenter__(self) -> AsyncLoopStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+async def _refused(*args: Any) -> Any:
+    raise Closed("the store is closed; open a new one")
+
+
+def _refuse_calls(store: object) -> None:
+    """After close: every protocol method raises `Closed` without reaching the backend."""
+    for name in STORE_METHODS:
+        setattr(store, name, _refused)
+
+
 def wrap_engine(engine: Any) -> AsyncStore:
     """Return `engine` behind the store protocol."""
     return cast(AsyncStore, AsyncEngineStore(engine))
+
+
+def wrap_store(open_store: Callable[[], AsyncStore]) -> AsyncStore:
+    """Return the store `open_store` builds, run on a loop of its own (see `AsyncLoopStore`)."""
+    return cast(AsyncStore, AsyncLoopStore(open_store))

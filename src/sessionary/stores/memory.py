@@ -52,6 +52,7 @@ from sessionary.stores._common import (
     check_session_fields,
     check_totals,
     empty_state,
+    encode_imported_state,
     encode_json,
     gc_paused,
     next_state,
@@ -497,6 +498,7 @@ class MemoryEngine(MemoryDocuments):
     ) -> SessionInfo:
         prepared = prepare_messages(messages, self.max_message_bytes)
         check_session_fields(info)
+        encode_imported_state(state, self.max_message_bytes)
         with self._lock:
             key = (scope.tenant, scope.user, info.id)
             if key in self._sessions:

@@ -9,14 +9,29 @@ explicit transaction.
 `store_error` is the one place the driver's exceptions become sessionary's.
 
 The pool opens on first use, after a first connection has migrated the schema (see
-`MySQLDialect`). Messages travel in one packet each: the server's `max_allowed_packet`
-must exceed the store's `max_message_bytes`. Install with `pip install 'sessionary[mysql]'`.
+`MySQLDialect`) and read the server's `max_allowed_packet`. Every statement, its values
+escaped, must be smaller than that packet, or the server refuses it and may drop the
+connection; so a statement that would not fit is refused before it is sent, as
+`PayloadTooLarge` (`_fitting`), and the store writes a large batch in several
+statements. The effective limit of one message is therefore the smaller of the store's
+`max_message_bytes` and what its row takes in an INSERT: its JSON body (a quote,
+backslash or line break escaped to two bytes) plus its search tokens (each indexable
+word again, prefixed with `s_`), plus a few hundred bytes. With MariaDB's default packet
+of 16 MiB that is about 7 MB of prose; MySQL 8's default is 64 MiB. Install with
+`pip install 'sessionary[mysql]'`.
+
+Waits are bounded (see `_waits`): connecting, the server's greeting and login included,
+takes at most `connect_timeout` seconds; a lock wait at most `timeout`
+(`innodb_lock_wait_timeout`, so the server says so itself); and any one answer at most
+`timeout` plus `GRACE` (PyMySQL's socket read and write timeouts; a deadline on the async
+driver's loop). Taking a connection from a full pool waits at most `POOL_WAIT` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -27,19 +42,38 @@ from urllib.parse import unquote, urlsplit
 import aiomysql  # type: ignore[import-untyped]
 import pymysql  # type: ignore[import-untyped]
 
-from sessionary.errors import AlreadyExists, SessionaryError, StoreError, StoreUnavailable
+from sessionary.errors import (
+    AlreadyExists,
+    Closed,
+    PayloadTooLarge,
+    SessionaryError,
+    StoreError,
+    StoreUnavailable,
+)
 from sessionary.stores._sql_common import redact
+from sessionary.stores._waits import GRACE, deadline
+from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
 
-__all__ = ["AsyncMySQLDriver", "MySQLDriver", "connect_options", "session_setup", "store_error"]
+__all__ = [
+    "POOL_WAIT",
+    "AsyncMySQLDriver",
+    "MySQLDriver",
+    "connect_error",
+    "connect_options",
+    "session_setup",
+    "store_error",
+]
 
 Row = tuple[Any, ...]
 
-_UNREACHABLE = {1040, 1044, 1045, 1049, 1053, 2002, 2003, 2005, 2006, 2013, 2055}
+_UNREACHABLE = {1040, 1044, 1045, 1049, 1053, 1698, 2002, 2003, 2005, 2006, 2013, 2055}
 """Too many connections, access denied, unknown database, shutdown, no route, gone away."""
 _BUSY = {1205, 1213}
 """Lock wait timeout, deadlock."""
 _IDLE_CHECK = 30.0
 """Seconds a pooled connection may sit idle before it is pinged (and reconnected)."""
+POOL_WAIT = 30.0
+"""Seconds a transaction waits for a pooled connection when every one is busy."""
 _ERRORS = (pymysql.err.Error, OSError, asyncio.TimeoutError)
 
 
@@ -52,6 +86,8 @@ def store_error(where: str, exc: BaseException) -> SessionaryError:
     """
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
     text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, TimeoutError):
+        return StoreUnavailable(f"{where}: the server did not answer in time")
     if isinstance(exc, pymysql.err.IntegrityError) and code == 1062:
         return AlreadyExists(f"{where}: {text}")
     if code in _BUSY:
@@ -59,6 +95,19 @@ def store_error(where: str, exc: BaseException) -> SessionaryError:
     if code in _UNREACHABLE or not isinstance(exc, pymysql.err.DatabaseError):
         return StoreUnavailable(f"{where}: {text}")
     return StoreError(f"{where}: {text}")
+
+
+def connect_error(where: str, exc: BaseException) -> StoreUnavailable:
+    """The error for a connection that could not be made, whatever went wrong.
+
+    A peer that is not a MySQL server can make the drivers fail in any way while they
+    read its greeting (a wrong packet number, a `struct.error`): the store cannot be
+    reached either way.
+    """
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, TimeoutError):
+        text = "the server did not answer in time"
+    return StoreUnavailable(f"{where}: cannot connect: {text}")
 
 
 def connect_options(url: str, connect_timeout: float, database: str = "db") -> dict[str, Any]:
@@ -79,7 +128,7 @@ def connect_options(url: str, connect_timeout: float, database: str = "db") -> d
         database: unquote(parts.path.lstrip("/")),
         "charset": "utf8mb4",
         "autocommit": True,
-        "connect_timeout": max(1, round(connect_timeout)),
+        "connect_timeout": connect_timeout,
         # The append scripts (`MySQLDialect.append_sql`, `append_after_sql`) are several
         # statements in one round trip. Every value is still escaped by the driver, never
         # spliced.
@@ -87,18 +136,52 @@ def connect_options(url: str, connect_timeout: float, database: str = "db") -> d
     }
 
 
-def session_setup(version: str) -> str:
+def session_setup(version: str, timeout: float = REQUEST_TIMEOUT) -> str:
     """The statement every pooled connection starts with, for a server's `VERSION()`.
 
-    READ COMMITTED, and no cap on recursive queries (a path or a subtree is walked by a
-    recursive CTE; MariaDB stops at 1000 steps by default, MySQL fails). The variables'
-    names differ between MariaDB and MySQL.
+    READ COMMITTED, no cap on recursive queries (a path or a subtree is walked by a
+    recursive CTE; MariaDB stops at 1000 steps by default, MySQL fails), and lock waits
+    of at most `timeout` seconds. The variables' names differ between MariaDB and MySQL.
     """
+    waits = f"innodb_lock_wait_timeout = {max(1, math.ceil(timeout))}"
     if "mariadb" in version.lower():
-        return "SET SESSION tx_isolation = 'READ-COMMITTED', max_recursive_iterations = 4294967295"
+        return (
+            "SET SESSION tx_isolation = 'READ-COMMITTED', "
+            f"max_recursive_iterations = 4294967295, {waits}"
+        )
     return (
-        "SET SESSION transaction_isolation = 'READ-COMMITTED', cte_max_recursion_depth = 4294967295"
+        "SET SESSION transaction_isolation = 'READ-COMMITTED', "
+        f"cte_max_recursion_depth = 4294967295, {waits}"
     )
+
+
+def _fitting(
+    cursor: Any, sql: str, params: Sequence[Any], packet: int
+) -> tuple[str, tuple[Any, ...] | None]:
+    """A statement and its arguments for `cursor.execute`, known to fit in a packet.
+
+    The server refuses a statement of `packet` bytes or more (`max_allowed_packet`, the
+    command byte included), and may drop the connection. A bound clears most statements
+    at once; one near the limit is escaped here to be measured, and returned escaped.
+
+    Raises:
+        PayloadTooLarge: If the statement does not fit; nothing was sent.
+    """
+    args = tuple(params) or None
+    if not packet or _size_bound(sql, args or ()) < packet:
+        return sql, args
+    query: str = cursor.mogrify(sql, args)
+    size = 1 + len(query.encode())
+    if size >= packet:
+        limit = f"the server's max_allowed_packet ({packet} bytes)"
+        raise PayloadTooLarge(f"a statement of {size} bytes is over {limit}")
+    return query, None
+
+
+def _size_bound(sql: str, args: Sequence[Any]) -> int:
+    """At least a statement's bytes: a character takes at most 4, escaped or in UTF-8."""
+    chars = len(sql) + sum(len(a) for a in args if isinstance(a, str | bytes | bytearray))
+    return 1 + 4 * chars + 32 * len(args)
 
 
 class _Cursor(aiomysql.Cursor):  # type: ignore[misc]
@@ -118,30 +201,42 @@ class _Cursor(aiomysql.Cursor):  # type: ignore[misc]
 
 
 class _AsyncTransaction:
-    __slots__ = ("_cursor",)
+    """A transaction's statements; each first renews the deadline on its answer."""
 
-    def __init__(self, cursor: aiomysql.Cursor) -> None:
+    __slots__ = ("_cursor", "_packet", "_renew")
+
+    def __init__(self, cursor: aiomysql.Cursor, renew: Callable[[], None], packet: int) -> None:
         self._cursor = cursor
+        self._renew = renew
+        self._packet = packet
+
+    def _args(self, sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...] | None]:
+        self._renew()
+        return _fitting(self._cursor, sql, params, self._packet)
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(await self._cursor.execute(sql, tuple(params) or None))
+        return int(await self._cursor.execute(*self._args(sql, params)))
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        await self._cursor.execute(sql, tuple(params) or None)
+        await self._cursor.execute(*self._args(sql, params))
         row: Row | None = await self._cursor.fetchone()
         return row
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        await self._cursor.execute(sql, tuple(params) or None)
+        await self._cursor.execute(*self._args(sql, params))
         return list(await self._cursor.fetchall())
 
     async def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
         del key  # the AUTO_INCREMENT column
-        await self._cursor.execute(sql, tuple(params))
+        await self._cursor.execute(*self._args(sql, params))
         return int(self._cursor.lastrowid)
 
     async def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
         return [await self.fetchall(sql, params) for sql, params in statements]
+
+
+def _unbounded() -> None:
+    """Migrations run without the request bound (see `_waits`)."""
 
 
 class AsyncMySQLDriver:
@@ -151,34 +246,74 @@ class AsyncMySQLDriver:
         url: `mysql://user:password@host:port/database`.
         pool_size: The most connections the pool opens.
         connect_timeout: Seconds to wait for a connection.
+        timeout: Seconds one request may wait for its answer (see the module).
     """
 
-    def __init__(self, url: str, *, pool_size: int = 10, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
         self._where = redact(url)
         self._options = connect_options(url, connect_timeout)
         self._size = max(1, pool_size)
+        self._connect_timeout = connect_timeout
+        self._timeout = timeout
         self._pool: aiomysql.Pool | None = None
         self._lock = asyncio.Lock()
+        self._closed = False
+        self._packet = 0
+        """The server's `max_allowed_packet`, read at `start`."""
 
     async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
         async with self._lock:
+            if self._closed:
+                raise Closed(f"{self._where}: the store is closed")
             if self._pool is not None:
                 return
+            conn = await self._connect(aiomysql.connect(**self._options))
             try:
-                conn = await aiomysql.connect(**self._options)
-                try:
-                    async with conn.cursor(_Cursor) as cursor:
-                        await cursor.execute("SELECT VERSION()")
-                        self._options["init_command"] = session_setup((await cursor.fetchone())[0])
-                        await setup(_AsyncTransaction(cursor))
-                finally:
-                    conn.close()
-                self._pool = await aiomysql.create_pool(
-                    minsize=1, maxsize=self._size, pool_recycle=3600, **self._options
-                )
+                async with conn.cursor(_Cursor) as cursor:
+                    await cursor.execute("SELECT VERSION(), @@max_allowed_packet")
+                    version, self._packet = await cursor.fetchone()
+                    self._options["init_command"] = session_setup(version, self._timeout)
+                    await setup(_AsyncTransaction(cursor, _unbounded, self._packet))
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
+            finally:
+                conn.close()
+            self._pool = await self._connect(
+                aiomysql.create_pool(
+                    minsize=1, maxsize=self._size, pool_recycle=3600, **self._options
+                )
+            )
+
+    async def _connect(self, connecting: Awaitable[Any]) -> Any:
+        """Await a connection (or a pool's first one) within `connect_timeout` seconds."""
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                return await connecting
+        except Exception as exc:  # see `connect_error`
+            raise connect_error(self._where, exc) from exc
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        """A pooled connection, waited for (or made) within `POOL_WAIT` seconds."""
+        if self._pool is None:
+            raise Closed(f"{self._where}: the store is closed")
+        try:
+            async with asyncio.timeout(max(POOL_WAIT, self._connect_timeout)):
+                conn = await self._pool.acquire()
+        except Exception as exc:  # no free connection in time, or a new one failed
+            raise connect_error(self._where, exc) from exc
+        try:
+            yield conn
+        finally:
+            await self._pool.release(conn)
 
     async def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
         """Run a script that is a transaction of its own.
@@ -187,12 +322,11 @@ class AsyncMySQLDriver:
         a statement fails, the server runs none after it: the open transaction is rolled
         back here.
         """
-        assert self._pool is not None, "start() first"
         try:
-            async with self._pool.acquire() as conn:
+            async with self._connection() as conn, deadline(self._timeout + GRACE):
                 try:
                     async with conn.cursor() as cursor:
-                        await cursor.execute(sql, tuple(params))
+                        await cursor.execute(*_fitting(cursor, sql, params, self._packet))
                         rows: list[Row] = []
                         changed = 0
                         while True:
@@ -213,13 +347,14 @@ class AsyncMySQLDriver:
     async def transaction(self, batched: bool = False) -> AsyncIterator[_AsyncTransaction]:
         """One transaction on a pooled connection: commit on success, else roll back."""
         del batched  # every statement is its own round trip here
-        assert self._pool is not None, "start() first"
         try:
-            async with self._pool.acquire() as conn:
+            async with self._connection() as conn, deadline(self._timeout + GRACE) as renew:
+                renew()
                 await conn.begin()
                 try:
                     async with conn.cursor(_Cursor) as cursor:
-                        yield _AsyncTransaction(cursor)
+                        yield _AsyncTransaction(cursor, renew, self._packet)
+                    renew()
                     await conn.commit()
                 except BaseException:
                     with contextlib.suppress(*_ERRORS):
@@ -230,6 +365,7 @@ class AsyncMySQLDriver:
 
     async def close(self) -> None:
         """Close the pool and its connections."""
+        self._closed = True
         if self._pool is not None:
             self._pool.close()
             await self._pool.wait_closed()
@@ -237,45 +373,75 @@ class AsyncMySQLDriver:
 
 
 class _Transaction:
-    __slots__ = ("_cursor",)
+    __slots__ = ("_cursor", "_packet")
 
-    def __init__(self, cursor: pymysql.cursors.Cursor) -> None:
+    def __init__(self, cursor: pymysql.cursors.Cursor, packet: int = 0) -> None:
         self._cursor = cursor
+        self._packet = packet
+
+    def _args(self, sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...] | None]:
+        return _fitting(self._cursor, sql, params, self._packet)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self._cursor.execute(sql, tuple(params) or None))
+        return int(self._cursor.execute(*self._args(sql, params)))
 
     def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        self._cursor.execute(sql, tuple(params) or None)
+        self._cursor.execute(*self._args(sql, params))
         row: Row | None = self._cursor.fetchone()
         return row
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        self._cursor.execute(sql, tuple(params) or None)
+        self._cursor.execute(*self._args(sql, params))
         return list(self._cursor.fetchall())
 
     def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
         del key  # the AUTO_INCREMENT column
-        self._cursor.execute(sql, tuple(params))
+        self._cursor.execute(*self._args(sql, params))
         return int(self._cursor.lastrowid)
 
     def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
         return [self.fetchall(sql, params) for sql, params in statements]
 
 
+def _connect(
+    options: dict[str, Any], timeout: float | None, where: str
+) -> pymysql.connections.Connection:
+    """A PyMySQL connection whose handshake waits `connect_timeout`, each answer `timeout`.
+
+    PyMySQL has one pair of socket timeouts, for the greeting and login as for what
+    follows; they are set to `connect_timeout` to connect, then to `timeout` (None: no
+    bound, for migrations).
+
+    Raises:
+        StoreUnavailable: If no connection could be made (see `connect_error`).
+    """
+    bound = options["connect_timeout"]
+    try:
+        conn = pymysql.connect(**options, read_timeout=bound, write_timeout=bound)
+    except Exception as exc:
+        raise connect_error(where, exc) from exc
+    conn._read_timeout = conn._write_timeout = timeout
+    return conn
+
+
 class _Pool:
     """At most `size` PyMySQL connections, shared by threads; idle ones are reused."""
 
-    def __init__(self, options: dict[str, Any], size: int) -> None:
+    def __init__(self, options: dict[str, Any], size: int, timeout: float, where: str) -> None:
         self._options = options
+        self._timeout = timeout
+        self._where = where
         self._slots = threading.BoundedSemaphore(size)
         self._lock = threading.Lock()
         self._idle: list[tuple[float, pymysql.connections.Connection]] = []
+        self.closed = False
 
     @contextmanager
     def connection(self) -> Iterator[pymysql.connections.Connection]:
-        if not self._slots.acquire(timeout=30):
-            raise StoreError("mysql: every pooled connection stayed busy for 30 s")
+        if self.closed:
+            raise Closed("mysql: the store is closed")
+        if not self._slots.acquire(timeout=max(POOL_WAIT, self._options["connect_timeout"])):
+            raise StoreError(f"mysql: every pooled connection stayed busy for {POOL_WAIT:g} s")
         try:
             conn = self._take()
             try:
@@ -290,14 +456,20 @@ class _Pool:
     def _take(self) -> pymysql.connections.Connection:
         with self._lock:
             found = self._idle.pop() if self._idle else None
-        if found is None:
-            return pymysql.connect(**self._options)
-        since, conn = found
-        if time.monotonic() - since > _IDLE_CHECK:
-            conn.ping(reconnect=True)
-        return conn
+        if found is not None:
+            since, conn = found
+            if time.monotonic() - since <= _IDLE_CHECK:
+                return conn
+            try:
+                conn.ping(reconnect=False)
+                return conn
+            except _ERRORS:  # gone while idle: a new one, connected within connect_timeout
+                with contextlib.suppress(*_ERRORS):
+                    conn.close()
+        return _connect(self._options, self._timeout, self._where)
 
     def close(self) -> None:
+        self.closed = True
         with self._lock:
             idle, self._idle = self._idle, []
         for _, conn in idle:
@@ -308,29 +480,42 @@ class _Pool:
 class MySQLDriver:
     """PyMySQL connections in a thread-safe pool; see `AsyncMySQLDriver`."""
 
-    def __init__(self, url: str, *, pool_size: int = 10, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
         self._where = redact(url)
         self._options = connect_options(url, connect_timeout, "database")
-        self._pool = _Pool(self._options, max(1, pool_size))
+        self._timeout = timeout
+        self._pool = _Pool(self._options, max(1, pool_size), timeout + GRACE, self._where)
         self._lock = threading.Lock()
         self._started = False
+        self._packet = 0
+        """The server's `max_allowed_packet`, read at `start`."""
 
     def start(self, setup: Callable[[_Transaction], None]) -> None:
         """Run `setup` (the migrations) on a first connection, then use the pool."""
         with self._lock:
+            if self._pool.closed:
+                raise Closed(f"{self._where}: the store is closed")
             if self._started:
                 return
+            conn = _connect(self._options, None, self._where)
             try:
-                conn = pymysql.connect(**self._options)
-                try:
-                    with conn.cursor() as cursor:
-                        cursor.execute("SELECT VERSION()")
-                        self._options["init_command"] = session_setup(cursor.fetchone()[0])
-                        setup(_Transaction(cursor))
-                finally:
-                    conn.close()
+                with conn.cursor() as cursor:
+                    cursor.execute("SELECT VERSION(), @@max_allowed_packet")
+                    version, self._packet = cursor.fetchone()
+                    self._options["init_command"] = session_setup(version, self._timeout)
+                    setup(_Transaction(cursor, self._packet))
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
+            finally:
+                with contextlib.suppress(*_ERRORS):
+                    conn.close()
             self._started = True
 
     def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
@@ -339,7 +524,7 @@ class MySQLDriver:
             with self._pool.connection() as conn:
                 try:
                     with conn.cursor() as cursor:
-                        cursor.execute(sql, tuple(params))
+                        cursor.execute(*_fitting(cursor, sql, params, self._packet))
                         rows: list[Row] = []
                         changed = 0
                         while True:
@@ -365,7 +550,7 @@ class MySQLDriver:
                 conn.begin()
                 try:
                     with conn.cursor() as cursor:
-                        yield _Transaction(cursor)
+                        yield _Transaction(cursor, self._packet)
                     conn.commit()
                 except BaseException:
                     with contextlib.suppress(*_ERRORS):

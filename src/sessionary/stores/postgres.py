@@ -7,11 +7,21 @@ READ COMMITTED; `store_error` is the one place psycopg's exceptions become sessi
 
 The pool opens on first use: a first connection migrates the schema (see
 `PostgresDialect`), then the pool fills. Install with `pip install 'sessionary[postgres]'`.
+
+Waits are bounded (see `_waits`): libpq's `connect_timeout` covers connecting (whole
+seconds, at least 2); pooled connections run with `statement_timeout` (lock waits
+included) and `idle_in_transaction_session_timeout` at the store's `timeout`, so a
+writer never queues longer on a session's row, nor holds it while it stalls; TCP
+keepalives and `tcp_user_timeout` notice a server or network that went away; and since
+psycopg has no read timeout, a watch (`_waits.Watch`) hangs up a connection whose
+answer is `GRACE` seconds past `timeout` (a server or proxy that stopped answering),
+which then raises `StoreUnavailable` and is never reused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -21,10 +31,24 @@ import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
 
-from sessionary.errors import AlreadyExists, SessionaryError, StoreError, StoreUnavailable
+from sessionary.errors import (
+    AlreadyExists,
+    Closed,
+    SessionaryError,
+    StoreError,
+    StoreUnavailable,
+)
 from sessionary.stores._sql_common import redact
+from sessionary.stores._waits import GRACE, AsyncWatch, Watch
+from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
 
-__all__ = ["AsyncPostgresDriver", "PostgresDriver", "connection_options", "store_error"]
+__all__ = [
+    "AsyncPostgresDriver",
+    "PostgresDriver",
+    "connection_options",
+    "pool_options",
+    "store_error",
+]
 
 Row = tuple[Any, ...]
 
@@ -36,14 +60,19 @@ _BUSY = (
 )
 
 
-def store_error(where: str, exc: psycopg.Error) -> SessionaryError:
+def store_error(where: str, exc: psycopg.Error, overdue: bool = False) -> SessionaryError:
     """Map one of psycopg's exceptions onto the error tree; the only place that does.
 
     Args:
         where: The server's URL, its password masked, to start the message with.
         exc: What psycopg raised.
+        overdue: Whether the connection was hung up for an overdue answer.
     """
+    if overdue:
+        return StoreUnavailable(f"{where}: the server did not answer in time")
     text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, psycopg_pool.PoolClosed):
+        return Closed(f"{where}: the store is closed")
     if isinstance(exc, pg_errors.UniqueViolation):
         return AlreadyExists(f"{where}: {text}")
     if isinstance(exc, _BUSY):
@@ -54,52 +83,87 @@ def store_error(where: str, exc: psycopg.Error) -> SessionaryError:
 
 
 def connection_options(schema: str | None, connect_timeout: float) -> dict[str, Any]:
-    """Keyword arguments for every connection: autocommit, timeout, search path."""
+    """Keyword arguments for every connection: autocommit, timeout, search path.
+
+    libpq counts `connect_timeout` in whole seconds, at least 2.
+    """
     options: dict[str, Any] = {
         "autocommit": True,
-        "connect_timeout": max(1, round(connect_timeout)),
+        "connect_timeout": max(2, math.ceil(connect_timeout)),
     }
     if schema is not None:
         options["options"] = f"-c search_path={schema}"
     return options
 
 
+def pool_options(schema: str | None, connect_timeout: float, timeout: float) -> dict[str, Any]:
+    """`connection_options`, with the request bounds of pooled connections (see the module)."""
+    options = connection_options(schema, connect_timeout)
+    millis = max(1, math.ceil(timeout * 1000))
+    settings = f"-c statement_timeout={millis} -c idle_in_transaction_session_timeout={millis}"
+    options["options"] = f"{options.get('options', '')} {settings}".strip()
+    probe = max(1, math.ceil(timeout / 3))  # a silent peer is probed after a third ...
+    options.update(
+        keepalives=1,
+        keepalives_idle=probe,
+        keepalives_interval=probe,  # ... then twice more, a third apart
+        keepalives_count=2,
+        tcp_user_timeout=millis,  # and unacknowledged data gives up at `timeout`
+    )
+    return options
+
+
 class _AsyncTransaction:
-    __slots__ = ("_conn", "_cursor", "_pipeline")
+    """A transaction's statements; each first renews the watch on its answer."""
+
+    __slots__ = ("_conn", "_cursor", "_pipeline", "_renew")
 
     def __init__(
-        self, conn: psycopg.AsyncConnection[Row], pipeline: psycopg.AsyncPipeline | None = None
+        self,
+        conn: psycopg.AsyncConnection[Row],
+        renew: Callable[[], None],
+        pipeline: psycopg.AsyncPipeline | None = None,
     ) -> None:
         self._conn = conn
         self._cursor = conn.cursor()
+        self._renew = renew
         self._pipeline = pipeline
 
     async def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
         # One cursor per statement, all sent before any is read: one round trip when pipelined.
+        self._renew()
         cursors = [self._conn.cursor() for _ in statements]
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
             await cursor.execute(sql, params or None)
         return [await cursor.fetchall() for cursor in cursors]
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        self._renew()
         await self._cursor.execute(sql, params or None)
         return self._cursor.rowcount
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        self._renew()
         await self._cursor.execute(sql, params or None)
         if self._pipeline is not None:  # the statement's result (its description) arrives
             await self._pipeline.sync()
         return None if self._cursor.description is None else await self._cursor.fetchone()
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        self._renew()
         await self._cursor.execute(sql, params or None)
         return await self._cursor.fetchall()
 
     async def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
+        self._renew()
         await self._cursor.execute(f"{sql} RETURNING {key}", params)
         row = await self._cursor.fetchone()
         assert row is not None
         return int(row[0])
+
+
+def _unbounded() -> None:
+    """Migrations run without the request bound (see `_waits`)."""
 
 
 class AsyncPostgresDriver:
@@ -110,6 +174,7 @@ class AsyncPostgresDriver:
         schema: The schema to work in; None for the server's default search path.
         pool_size: The most connections the pool opens.
         connect_timeout: Seconds to wait for a connection.
+        timeout: Seconds one request may wait for its answer (see the module).
     """
 
     def __init__(
@@ -118,17 +183,19 @@ class AsyncPostgresDriver:
         *,
         schema: str | None = None,
         pool_size: int = 10,
-        connect_timeout: float = 10.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self._conninfo = conninfo
         self._where = redact(conninfo)
         self._options = connection_options(schema, connect_timeout)
         self._timeout = connect_timeout
+        self._wait = timeout + GRACE
         self._pool = psycopg_pool.AsyncConnectionPool(
             conninfo,
             min_size=1,
             max_size=max(1, pool_size),
-            kwargs=self._options,
+            kwargs=pool_options(schema, connect_timeout, timeout),
             open=False,
             timeout=max(30.0, connect_timeout),
             name="sessionary",
@@ -145,7 +212,7 @@ class AsyncPostgresDriver:
                 conn = await psycopg.AsyncConnection.connect(self._conninfo, **self._options)
                 try:
                     async with conn.transaction():
-                        await setup(_AsyncTransaction(conn))
+                        await setup(_AsyncTransaction(conn, _unbounded))
                 finally:
                     await conn.close()
                 await self._pool.open(wait=True, timeout=self._timeout)
@@ -153,19 +220,33 @@ class AsyncPostgresDriver:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[tuple[psycopg.AsyncConnection[Row], AsyncWatch]]:
+        """A pooled connection and its watch (renewed once, for the first answer)."""
+        overdue = False
+        try:
+            async with self._pool.connection() as conn:
+                watch = AsyncWatch(conn.fileno(), self._wait)
+                watch.renew()
+                try:
+                    yield conn, watch
+                finally:
+                    overdue = watch.stop()
+                    if overdue:
+                        await conn.close()  # hung up: the pool must not hand it out again
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc, overdue) from exc
+
     async def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
         """Run one statement in autocommit mode (its own transaction).
 
         Returns its rows (none if it returns none) and the rows it changed.
         """
-        try:
-            async with self._pool.connection() as conn:
-                cursor = await conn.execute(sql, params)
-                if cursor.description is None:
-                    return [], cursor.rowcount
-                return await cursor.fetchall(), 0
-        except psycopg.Error as exc:
-            raise store_error(self._where, exc) from exc
+        async with self._connection() as (conn, _):
+            cursor = await conn.execute(sql, params)
+            if cursor.description is None:
+                return [], cursor.rowcount
+            return await cursor.fetchall(), 0
 
     @asynccontextmanager
     async def transaction(self, batched: bool = False) -> AsyncIterator[_AsyncTransaction]:
@@ -174,16 +255,15 @@ class AsyncPostgresDriver:
         `batched` runs it in pipeline mode: statements go out together (with `BEGIN`, and
         the last ones with `COMMIT`) until a result is read, so `execute` returns -1.
         """
-        try:
-            async with self._pool.connection() as conn:
-                if not batched:
-                    async with conn.transaction():
-                        yield _AsyncTransaction(conn)
-                    return
-                async with conn.pipeline() as pipeline, conn.transaction():
-                    yield _AsyncTransaction(conn, pipeline)
-        except psycopg.Error as exc:
-            raise store_error(self._where, exc) from exc
+        async with self._connection() as (conn, watch):
+            if not batched:
+                async with conn.transaction():
+                    yield _AsyncTransaction(conn, watch.renew)
+                    watch.renew()  # for the COMMIT
+                return
+            async with conn.pipeline() as pipeline, conn.transaction():
+                yield _AsyncTransaction(conn, watch.renew, pipeline)
+                watch.renew()
 
     async def close(self) -> None:
         """Close the pool and its connections."""
@@ -191,37 +271,48 @@ class AsyncPostgresDriver:
 
 
 class _Transaction:
-    __slots__ = ("_conn", "_cursor", "_pipeline")
+    """A transaction's statements; each first renews the watch on its answer."""
+
+    __slots__ = ("_conn", "_cursor", "_pipeline", "_renew")
 
     def __init__(
-        self, conn: psycopg.Connection[Row], pipeline: psycopg.Pipeline | None = None
+        self,
+        conn: psycopg.Connection[Row],
+        renew: Callable[[], None],
+        pipeline: psycopg.Pipeline | None = None,
     ) -> None:
         self._conn = conn
         self._cursor = conn.cursor()
+        self._renew = renew
         self._pipeline = pipeline
 
     def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
         # One cursor per statement, all sent before any is read: one round trip when pipelined.
+        self._renew()
         cursors = [self._conn.cursor() for _ in statements]
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
             cursor.execute(sql, params or None)
         return [cursor.fetchall() for cursor in cursors]
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        self._renew()
         self._cursor.execute(sql, params or None)
         return self._cursor.rowcount
 
     def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        self._renew()
         self._cursor.execute(sql, params or None)
         if self._pipeline is not None:  # the statement's result (its description) arrives
             self._pipeline.sync()
         return None if self._cursor.description is None else self._cursor.fetchone()
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        self._renew()
         self._cursor.execute(sql, params or None)
         return self._cursor.fetchall()
 
     def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
+        self._renew()
         self._cursor.execute(f"{sql} RETURNING {key}", params)
         row = self._cursor.fetchone()
         assert row is not None
@@ -237,17 +328,19 @@ class PostgresDriver:
         *,
         schema: str | None = None,
         pool_size: int = 10,
-        connect_timeout: float = 10.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self._conninfo = conninfo
         self._where = redact(conninfo)
         self._options = connection_options(schema, connect_timeout)
         self._timeout = connect_timeout
+        self._wait = timeout + GRACE
         self._pool = psycopg_pool.ConnectionPool(
             conninfo,
             min_size=1,
             max_size=max(1, pool_size),
-            kwargs=self._options,
+            kwargs=pool_options(schema, connect_timeout, timeout),
             open=False,
             timeout=max(30.0, connect_timeout),
             name="sessionary",
@@ -263,36 +356,49 @@ class PostgresDriver:
             try:
                 connection = psycopg.Connection.connect(self._conninfo, **self._options)
                 with connection as conn, conn.transaction():
-                    setup(_Transaction(conn))
+                    setup(_Transaction(conn, _unbounded))
                 self._pool.open(wait=True, timeout=self._timeout)
             except psycopg.Error as exc:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
-    def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
-        """Run one statement in autocommit mode; see `AsyncPostgresDriver.run_alone`."""
+    @contextmanager
+    def _connection(self) -> Iterator[tuple[psycopg.Connection[Row], Watch]]:
+        """A pooled connection and its watch; see `AsyncPostgresDriver._connection`."""
+        overdue = False
         try:
             with self._pool.connection() as conn:
-                cursor = conn.execute(sql, params)
-                if cursor.description is None:
-                    return [], cursor.rowcount
-                return cursor.fetchall(), 0
+                watch = Watch(conn.fileno(), self._wait)
+                watch.renew()
+                try:
+                    yield conn, watch
+                finally:
+                    overdue = watch.stop()
+                    if overdue:
+                        conn.close()
         except psycopg.Error as exc:
-            raise store_error(self._where, exc) from exc
+            raise store_error(self._where, exc, overdue) from exc
+
+    def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
+        """Run one statement in autocommit mode; see `AsyncPostgresDriver.run_alone`."""
+        with self._connection() as (conn, _):
+            cursor = conn.execute(sql, params)
+            if cursor.description is None:
+                return [], cursor.rowcount
+            return cursor.fetchall(), 0
 
     @contextmanager
     def transaction(self, batched: bool = False) -> Iterator[_Transaction]:
         """One transaction on a pooled connection; see `AsyncPostgresDriver.transaction`."""
-        try:
-            with self._pool.connection() as conn:
-                if not batched:
-                    with conn.transaction():
-                        yield _Transaction(conn)
-                    return
-                with conn.pipeline() as pipeline, conn.transaction():
-                    yield _Transaction(conn, pipeline)
-        except psycopg.Error as exc:
-            raise store_error(self._where, exc) from exc
+        with self._connection() as (conn, watch):
+            if not batched:
+                with conn.transaction():
+                    yield _Transaction(conn, watch.renew)
+                    watch.renew()
+                return
+            with conn.pipeline() as pipeline, conn.transaction():
+                yield _Transaction(conn, watch.renew, pipeline)
+                watch.renew()
 
     def close(self) -> None:
         """Close the pool and its connections."""

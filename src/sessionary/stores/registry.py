@@ -11,13 +11,19 @@
 
 SQLite options go in the query string: `durability=full|normal`, `busy_timeout=SECONDS`,
 `max_message_bytes=N`. Server options: `pool_size=N` (most connections, default 10),
-`connect_timeout=SECONDS`, `max_message_bytes=N`, and for PostgreSQL `schema=NAME` (created
-if missing). SQLite and both servers take `migrate=false`: check the schema's version
-instead of creating or upgrading it (`SchemaError` if it is missing or old).
-Redis options: `namespace=NAME` (the first part of every key, default
-`sessionary`), `snapshot_frequency=N` (default 25; 0 never rolls up), `max_messages=N`,
-`ttl=SECONDS`, `max_message_bytes=N`, `connect_timeout=SECONDS`. `sessionary.stores.urls`
-parses URLs without opening anything.
+`max_message_bytes=N`, and for PostgreSQL `schema=NAME` (created if missing). Redis
+options: `namespace=NAME` (the first part of every key, default `sessionary`),
+`snapshot_frequency=N` (default 25; 0 never rolls up), `max_messages=N`, `ttl=SECONDS`,
+`max_message_bytes=N`. Every server store (PostgreSQL, MySQL, Redis) takes
+`connect_timeout=SECONDS` (connecting: TCP, greeting, login; default 10) and
+`timeout=SECONDS` (each request, lock waits included; default 60); running out of
+either raises `StoreUnavailable`. SQLite and both SQL servers take `migrate=false`: check
+the schema's version instead of creating or upgrading it (`SchemaError` if it is missing
+or old). Every value is range-checked (`InvalidURL`).
+`sessionary.stores.urls` parses URLs without opening anything.
+
+A server store's asyncio driver is bound to one event loop, so the async store runs on
+a loop of its own (`adapter.wrap_store`): any loop in any thread may use it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessionary._optional import require
-from sessionary.stores.adapter import wrap_engine
+from sessionary.stores.adapter import wrap_engine, wrap_store
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.sql import AsyncSQLStore
 from sessionary.stores.urls import StoreURL, parse_store_url
@@ -55,7 +61,8 @@ def open_async_store(url: str) -> AsyncStore:
     if parsed.scheme == "redis":
         from sessionary.stores.redis import AsyncRedisStore
 
-        return AsyncRedisStore(parsed.location, **parsed.options)  # type: ignore[arg-type]
+        options: Any = parsed.options
+        return wrap_store(lambda: AsyncRedisStore(parsed.location, **options))
     from sessionary.stores.sqlite import SQLiteEngine
 
     return wrap_engine(SQLiteEngine(parsed.location, **parsed.options))  # type: ignore[arg-type]
@@ -71,10 +78,17 @@ def _open_server(parsed: StoreURL) -> AsyncStore:
         from sessionary.stores._postgres_sql import PostgresDialect
         from sessionary.stores.postgres import AsyncPostgresDriver
 
-        driver = AsyncPostgresDriver(parsed.location, **options)
-        return AsyncSQLStore(driver, PostgresDialect(options.get("schema")), **sizes)
+        return wrap_store(
+            lambda: AsyncSQLStore(
+                AsyncPostgresDriver(parsed.location, **options),
+                PostgresDialect(options.get("schema")),
+                **sizes,
+            )
+        )
     require("pymysql", "aiomysql", extra="mysql", what="the mysql backend")
     from sessionary.stores._mysql_sql import MySQLDialect
     from sessionary.stores.mysql import AsyncMySQLDriver
 
-    return AsyncSQLStore(AsyncMySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)
+    return wrap_store(
+        lambda: AsyncSQLStore(AsyncMySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)
+    )

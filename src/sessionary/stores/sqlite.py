@@ -37,11 +37,10 @@ from sessionary.records import (
 )
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
-    HIGHLIGHT,
     Prepared,
     check_delete,
     check_limit,
-    encode_json,
+    encode_imported_state,
     prepare_messages,
     surviving_ancestor,
 )
@@ -53,6 +52,8 @@ from sessionary.stores._sqlite_index import (
     index_pending,
     lower_watermark,
     reindex,
+    row_snippet,
+    snippet_columns,
     unindex_where,
 )
 from sessionary.stores._sqlite_rows import (
@@ -547,13 +548,13 @@ class SQLiteEngine(SQLiteDocuments):
             with self._write() as db:
                 catch_up(db)
         sql = (
-            "SELECT s.id, m.id, m.role, m.created_us, "
-            "snippet(messages_fts, 0, ?, ?, '…', 16), bm25(messages_fts) "
+            "SELECT s.id, m.id, m.role, m.created_us, bm25(messages_fts), "
+            f"{snippet_columns('messages_fts', 'm.text')} "
             "FROM messages_fts JOIN messages AS m ON m.seq = messages_fts.rowid "
             "JOIN sessions AS s ON s.pk = m.session_pk "
             "WHERE messages_fts MATCH ? AND s.tenant = ? AND s.user_id = ?"
         )
-        params: list[Any] = [*HIGHLIGHT, expression, scope.tenant, scope.user]
+        params: list[Any] = [expression, scope.tenant, scope.user]
         if session_id is not None:
             sql += " AND s.id = ?"
             params.append(session_id)
@@ -565,7 +566,12 @@ class SQLiteEngine(SQLiteDocuments):
             if session_id is not None:
                 self._session_pk(db, scope, session_id)
             rows = db.execute(sql, (*params, limit)).fetchall()
-        return [SearchHit(r[0], r[1], r[2], r[4], -float(r[5]), from_micros(r[3])) for r in rows]
+        return [
+            SearchHit(
+                r[0], r[1], r[2], row_snippet(query, r[5], r[6]), -float(r[4]), from_micros(r[3])
+            )
+            for r in rows
+        ]
 
     # ------------------------------------------------------------------ whole sessions
 
@@ -577,9 +583,7 @@ class SQLiteEngine(SQLiteDocuments):
         state: State | None,
     ) -> SessionInfo:
         prepared = prepare_messages(messages, self.max_message_bytes, plain=True)
-        state_text = None
-        if state is not None and state.version:
-            state_text = encode_json(state.data, "session state", self.max_message_bytes)
+        state_text = encode_imported_state(state, self.max_message_bytes)
         with self._write() as db:
             pk = self._insert_session(db, scope, info)
             for item in prepared:

@@ -9,14 +9,36 @@ database role without schema rights (`sessionary schema --print` gives the DDL).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from sessionary.errors import InvalidURL
 
-__all__ = ["StoreURL", "parse_store_url"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "MAX_SECONDS",
+    "REQUEST_TIMEOUT",
+    "StoreURL",
+    "parse_store_url",
+    "seconds_problem",
+]
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds a server store waits, by default, to connect: TCP, the server's greeting, login."""
+
+REQUEST_TIMEOUT = 60.0
+"""Seconds a server store waits, by default, for the answer to one request (a statement,
+script or command, lock waits included)."""
+
+MAX_SECONDS = 86400.0
+"""The longest timeout an option may set: a day."""
+
+_CENTURY = 100 * 365.25 * MAX_SECONDS
+"""The longest lifetime (`ttl`) an option may set."""
 
 _REDIS = ("redis", "rediss")
 _SERVERS = {
@@ -25,6 +47,54 @@ _SERVERS = {
     "mysql": "mysql",
     "mariadb": "mysql",
 }
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
+_NAMESPACE = re.compile(r"[A-Za-z0-9_.:-]{1,200}\Z")
+
+
+def seconds_problem(value: object) -> str | None:
+    """Why `value` is not a usable timeout (a finite number of seconds, 0 < s <= a day)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number of seconds, not {value!r}"
+    if not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
+        return f"must be more than 0 and at most {MAX_SECONDS:g} seconds, not {value!r}"
+    return None
+
+
+def _lifetime(value: float) -> str | None:
+    if math.isfinite(value) and 0 < value <= _CENTURY:
+        return None
+    return f"must be more than 0 and at most {_CENTURY:g} seconds, not {value!r}"
+
+
+def _positive(value: int) -> str | None:
+    return None if value > 0 else f"must be 1 or more, not {value!r}"
+
+
+def _not_negative(value: int) -> str | None:
+    return None if value >= 0 else f"must be 0 (never) or more, not {value!r}"
+
+
+def _durability(value: str) -> str | None:
+    return None if value in ("full", "normal") else f"must be full or normal, not {value!r}"
+
+
+def _identifier(value: str) -> str | None:
+    return None if _IDENTIFIER.match(value) else f"must be a plain SQL identifier, not {value!r}"
+
+
+def _namespace(value: str) -> str | None:
+    if _NAMESPACE.match(value):
+        return None
+    return f"must be 1-200 letters, digits or _.:-, not {value!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    """One option: how its text becomes a value, and why a value is refused (or None)."""
+
+    kind: Callable[[str], Any]
+    problem: Callable[[Any], str | None]
 
 
 def boolean(text: str) -> bool:
@@ -36,33 +106,36 @@ def boolean(text: str) -> bool:
     return value
 
 
-_POOL: dict[str, Callable[[str], object]] = {
-    "pool_size": int,
-    "connect_timeout": float,
-    "max_message_bytes": int,
-    "migrate": boolean,
-}
-_OPTIONS: dict[str, dict[str, Callable[[str], object]]] = {
-    "memory": {"max_message_bytes": int},
+def _any(value: object) -> str | None:
+    del value
+    return None
+
+
+_FLAG = _Option(boolean, _any)
+_SECONDS = _Option(float, seconds_problem)
+_COUNT = _Option(int, _positive)
+_TIMEOUTS = {"connect_timeout": _SECONDS, "timeout": _SECONDS}
+_SERVER = {"pool_size": _COUNT, "max_message_bytes": _COUNT, "migrate": _FLAG, **_TIMEOUTS}
+_OPTIONS: dict[str, dict[str, _Option]] = {
+    "memory": {"max_message_bytes": _COUNT},
     "sqlite": {
-        "durability": str,
-        "busy_timeout": float,
-        "max_message_bytes": int,
-        "migrate": boolean,
+        "durability": _Option(str, _durability),
+        "busy_timeout": _SECONDS,
+        "max_message_bytes": _COUNT,
+        "migrate": _FLAG,
     },
-    "postgresql": {**_POOL, "schema": str},
-    "mysql": _POOL,
+    "postgresql": {**_SERVER, "schema": _Option(str, _identifier)},
+    "mysql": _SERVER,
     "redis": {
-        "namespace": str,
-        "snapshot_frequency": int,
-        "max_messages": int,
-        "ttl": float,
-        "max_message_bytes": int,
-        "connect_timeout": float,
+        "namespace": _Option(str, _namespace),
+        "snapshot_frequency": _Option(int, _not_negative),
+        "max_messages": _COUNT,
+        "ttl": _Option(float, _lifetime),
+        "max_message_bytes": _COUNT,
+        **_TIMEOUTS,
     },
 }
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
-_NAMESPACE = re.compile(r"[A-Za-z0-9_.:-]{1,200}\Z")
+"""Every option of every backend; `tests/test_store_urls.py` walks this table."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +155,24 @@ class StoreURL:
 
 
 def _options(scheme: str, query: str) -> dict[str, object]:
+    """Parse and check a URL's options: each known, given once, of its type, in range."""
     allowed = _OPTIONS[scheme]
     options: dict[str, object] = {}
-    for key, value in parse_qsl(query, keep_blank_values=True):
-        kind = allowed.get(key)
-        if kind is None:
+    for key, text in parse_qsl(query, keep_blank_values=True):
+        option = allowed.get(key)
+        if option is None:
             raise InvalidURL(f"unknown store option {key!r} (known: {', '.join(sorted(allowed))})")
+        if key in options:
+            raise InvalidURL(f"store option {key} is given twice")
         try:
-            options[key] = kind(value)
+            value = option.kind(text)
         except ValueError:
-            name = getattr(kind, "__name__", "value")
-            raise InvalidURL(f"store option {key}={value!r} is not a valid {name}") from None
+            kind = getattr(option.kind, "__name__", "value")
+            raise InvalidURL(f"store option {key}={text!r} is not a valid {kind}") from None
+        problem = option.problem(value)
+        if problem is not None:
+            raise InvalidURL(f"store option {key} {problem}")
+        options[key] = value
     return options
 
 
@@ -138,14 +218,7 @@ def _server_url(url: str, scheme: str, rest: str) -> StoreURL:
         raise InvalidURL(f"{url!r}: {exc}") from None
     if scheme == "mysql" and (not parts.hostname or not parts.path.strip("/")):
         raise InvalidURL(f"{url!r}: use mysql://user:password@host:port/database")
-    options = _options(scheme, query)
-    for key in ("pool_size", "connect_timeout", "max_message_bytes"):
-        if key in options and not options[key] > 0:  # type: ignore[operator]
-            raise InvalidURL(f"store option {key} must be positive, not {options[key]!r}")
-    schema = options.get("schema")
-    if schema is not None and not _IDENTIFIER.match(str(schema)):
-        raise InvalidURL(f"store option schema={schema!r} must be a plain SQL identifier")
-    return StoreURL(scheme, f"{scheme}://{location}", options)
+    return StoreURL(scheme, f"{scheme}://{location}", _options(scheme, query))
 
 
 def _redis_url(url: str, scheme: str, rest: str) -> StoreURL:
@@ -159,13 +232,4 @@ def _redis_url(url: str, scheme: str, rest: str) -> StoreURL:
     database = parts.path.strip("/")
     if database and not database.isdigit():
         raise InvalidURL(f"{url!r}: a Redis database is a number, use redis://host:port/0")
-    options = _options("redis", query)
-    for key in ("ttl", "max_message_bytes", "connect_timeout", "max_messages"):
-        if key in options and not options[key] > 0:  # type: ignore[operator]
-            raise InvalidURL(f"store option {key} must be positive, not {options[key]!r}")
-    if options.get("snapshot_frequency", 0) < 0:  # type: ignore[operator]
-        raise InvalidURL("store option snapshot_frequency must be 0 (never) or more")
-    namespace = options.get("namespace")
-    if namespace is not None and not _NAMESPACE.match(str(namespace)):
-        raise InvalidURL(f"store option namespace={namespace!r} must be letters, digits, _.:-")
-    return StoreURL("redis", f"{scheme}://{location}", options)
+    return StoreURL("redis", f"{scheme}://{location}", _options("redis", query))

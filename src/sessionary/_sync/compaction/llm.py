@@ -11,18 +11,26 @@ summary exists); extractors send `sessionary.compaction.flush.build_flush_prompt
 range's original messages and the memory block as it is, so the model leaves out what it
 holds). Both map every SDK failure, timeouts included, to `SummarizerError`.
 
+An async SDK client keeps its HTTP connections on the event loop that opened them, so a
+model used again from another loop (a second `asyncio.run`, another thread) would find
+them on a closed one. A client the class makes itself therefore lives on a loop of its
+own, like a server store's driver (see `sessionary.stores._home_loop`); a client passed
+in stays where its owner runs it.
+
 These classes are the source; `OpenAISummarizer`, `AnthropicSummarizer`,
 `OpenAIExtractor` and `AnthropicExtractor` are their generated synchronous twins.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sessionary._optional import require
 from sessionary.compaction.flush import FlushRequest, build_flush_prompt, parse_facts
 from sessionary.compaction.summary import SummaryRequest, build_prompt, check_summary
 from sessionary.errors import SummarizerError
+from sessionary.stores._home_loop import HomeLoop
 
 __all__ = [
     "AnthropicExtractor",
@@ -37,6 +45,24 @@ _FACT_TOKENS = 1024
 def _output_tokens(request: SummaryRequest) -> int:
     # Room for the budget plus slack: the model is told the target, this only stops runaways.
     return max(256, request.budget * 2)
+
+
+class _AsyncSDKClient:
+    """An SDK client, and the requests sent through it (on its home loop)."""
+
+    def __init__(self, client: Any, owned: bool) -> None:
+        self.client = client
+        self._owned = owned
+
+    def send(self, request: Callable[..., Any], *args: Any) -> str:
+        """Run `request(client, *args)`."""
+        text: str = request(self.client, *args)
+        return text
+
+    def close(self) -> None:
+        """Close the client if the summarizer made it."""
+        if self._owned:
+            self.client.close()
 
 
 class _SDKModel:
@@ -73,9 +99,19 @@ class _SDKModel:
         sdk = require(self._package, extra=self._package, what=f"the {self._label} {self._role}")
         self.model = model
         self._errors: tuple[type[BaseException], ...] = (getattr(sdk, self._error_class),)
-        self.client = client or getattr(sdk, self._client_class)(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        make = getattr(sdk, self._client_class)
+        self._home = HomeLoop(
+            lambda: _AsyncSDKClient(
+                client
+                or make(
+                    base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+                ),
+                client is None,
+            ),
+            own_loop=client is None,
         )
+        self._home.close_with(self)
+        self.client = self._home.resident.client
 
     def _ask(self, system: str, user: str, max_tokens: int) -> str:
         """Send one request; return the reply's text.
@@ -84,12 +120,20 @@ class _SDKModel:
             SummarizerError: If the request fails or times out.
         """
         try:
-            return self._complete(system, user, max_tokens)
+            text: str = self._home.run("send", self._complete, system, user, max_tokens)
         except self._errors as exc:
             raise SummarizerError(f"the {self._label} {self._role} failed: {exc}") from exc
+        return text
 
-    def _complete(self, system: str, user: str, max_tokens: int) -> str:
-        """Send one request; return the text of the reply ("" if it has none)."""
+    def close(self) -> None:
+        """Close the SDK client if this object made it (else leave it to its owner).
+
+        Optional: one never closed is closed when collected, or at exit.
+        """
+        self._home.close()
+
+    def _complete(self, client: Any, system: str, user: str, max_tokens: int) -> str:
+        """Send one request through `client`; return the reply's text ("" if it has none)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -102,8 +146,8 @@ class _OpenAIModel(_SDKModel):
     _error_class = "OpenAIError"
     _label = "OpenAI"
 
-    def _complete(self, system: str, user: str, max_tokens: int) -> str:
-        response = self.client.chat.completions.create(
+    def _complete(self, client: Any, system: str, user: str, max_tokens: int) -> str:
+        response = client.chat.completions.create(
             model=self.model,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
             max_tokens=max_tokens,
@@ -118,8 +162,8 @@ class _AnthropicModel(_SDKModel):
     _error_class = "AnthropicError"
     _label = "Anthropic"
 
-    def _complete(self, system: str, user: str, max_tokens: int) -> str:
-        response = self.client.messages.create(
+    def _complete(self, client: Any, system: str, user: str, max_tokens: int) -> str:
+        response = client.messages.create(
             model=self.model,
             system=system,
             messages=[{"role": "user", "content": user}],

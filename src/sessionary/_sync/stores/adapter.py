@@ -1,10 +1,15 @@
 # This file was generated from src/sessionary/stores/adapter.py by tools/async_to_sync.py.
 # Do not edit it: edit the source and run `python tools/async_to_sync.py`.
-"""Adapts a synchronous engine to the store protocol.
+"""Adapts a backend to the store protocol: the seam that owns a store's loop affinity.
 
-Engines (the in-memory and SQLite backends) do their work synchronously; this adapter
+Engines (the in-memory and SQLite backends) do their work synchronously; `wrap_engine`
 forwards each protocol method to the engine through a runner, which for async code is
-the engine's own worker thread. The sync twin of this module is generated.
+the engine's own worker thread. Stores on a server (SQL servers, Redis) speak, in async
+code, through drivers bound to one event loop; `wrap_store` runs such a store on a loop
+of its own (see `sessionary.stores._home_loop`), so that every store answers on whatever
+loop calls it, in any thread. Either way one store call is one hand-over, and a closed
+store refuses calls with `Closed`. The sync twin of this module is generated; its
+runners call the engine or store directly.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from sessionary._sync.stores.base import Store
+from sessionary.errors import Closed
+from sessionary.stores._home_loop import HomeLoop
 from sessionary.stores._runner import Runner
 
-__all__ = ["STORE_METHODS", "EngineStore", "wrap_engine"]
+__all__ = ["STORE_METHODS", "EngineStore", "LoopStore", "wrap_engine", "wrap_store"]
 
 STORE_METHODS = (
     "create_session",
@@ -92,8 +99,9 @@ class EngineStore:
             setattr(self, name, self._runner.bind(getattr(engine, name), QUICK_READS.get(name)))
 
     def close(self) -> None:
-        """Close the engine and stop its worker."""
+        """Close the engine and stop its worker; idempotent, from any loop or thread."""
         self._runner.close(self.engine.close)
+        _refuse_calls(self)
 
     def __enter__(self) -> EngineStore:
         return self
@@ -102,6 +110,59 @@ class EngineStore:
         self.close()
 
 
+class LoopStore:
+    """A store whose driver is bound to one event loop, on a loop of its own.
+
+    Its runner builds the store and hands each call to it: for async code on the store's
+    own loop, for sync code directly (sync drivers are not bound to a loop). Other
+    attributes of the store (a backend's own methods, such as Redis's `roll_up`) are
+    reached through this object too.
+
+    Args:
+        open_store: Builds the store, without I/O (again in a forked child).
+    """
+
+    def __init__(self, open_store: Callable[[], Store]) -> None:
+        self._home = HomeLoop(open_store)
+        store = self._home.resident
+        self.capabilities: frozenset[str] = store.capabilities
+        self.max_message_bytes: int = store.max_message_bytes
+        for name in STORE_METHODS:
+            setattr(self, name, self._home.bind(name))
+        self._home.close_with(self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_home" or name.startswith("__"):
+            raise AttributeError(name)
+        return self._home.attribute(name)
+
+    def close(self) -> None:
+        """Close the store's connections; idempotent, from any loop or thread."""
+        self._home.close()
+        _refuse_calls(self)
+
+    def __enter__(self) -> LoopStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _refused(*args: Any) -> Any:
+    raise Closed("the store is closed; open a new one")
+
+
+def _refuse_calls(store: object) -> None:
+    """After close: every protocol method raises `Closed` without reaching the backend."""
+    for name in STORE_METHODS:
+        setattr(store, name, _refused)
+
+
 def wrap_engine(engine: Any) -> Store:
     """Return `engine` behind the store protocol."""
     return cast(Store, EngineStore(engine))
+
+
+def wrap_store(open_store: Callable[[], Store]) -> Store:
+    """Return the store `open_store` builds, run on a loop of its own (see `LoopStore`)."""
+    return cast(Store, LoopStore(open_store))

@@ -70,6 +70,7 @@ from sessionary.stores._common import (
     check_session_fields,
     check_totals,
     empty_state,
+    encode_imported_state,
     encode_json,
     gc_paused,
     has_children,
@@ -96,6 +97,7 @@ from sessionary.stores._redis_rows import (
     stored_messages,
 )
 from sessionary.stores._rows import now_us, stored_copy
+from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
 
 __all__ = ["RedisStore"]
 
@@ -119,6 +121,7 @@ class RedisStore(RedisDocuments):
         ttl: Seconds a session lives after its last write; None keeps it forever.
         max_message_bytes: The largest encoded message (and state document) accepted.
         connect_timeout: Seconds to wait for a connection.
+        timeout: Seconds to wait for each reply of the server.
 
     Raises:
         InvalidInput: If a setting is out of range.
@@ -136,7 +139,8 @@ class RedisStore(RedisDocuments):
         max_messages: int | None = None,
         ttl: float | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        connect_timeout: float | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         problem = settings_problem(snapshot_frequency, max_messages, ttl)
         if problem is not None:
@@ -149,7 +153,9 @@ class RedisStore(RedisDocuments):
         self.max_messages = max_messages
         self._ttl = "0" if ttl is None else str(max(1, round(ttl * 1000)))
         self._appends = Appends(namespace, snapshot_frequency, max_messages or 0, self._ttl)
-        self._conn = RedisConnection(url, connect_timeout, {"append": self._appends.script})
+        self._conn = RedisConnection(
+            url, connect_timeout, timeout, {"append": self._appends.script}
+        )
         self._client = self._conn.client
 
     def __enter__(self) -> RedisStore:
@@ -528,10 +534,8 @@ class RedisStore(RedisDocuments):
         encode_json(info.metadata, "session metadata", self.max_message_bytes)
         row = _new_row(info)
         plan = import_plan(prepared, info.head_id, self.snapshot_frequency)
-        state_arg = ""
-        if state is not None and state.version:
-            encoded = encode_json(state.data, "session state", self.max_message_bytes)
-            state_arg = state_text(state.version, encoded)
+        encoded = encode_imported_state(state, self.max_message_bytes)
+        state_arg = "" if encoded is None or state is None else state_text(state.version, encoded)
         keys = self._keys(scope)
         args = [row_text(row), str(_micros(row.updated_at)), keys.member, *plan.head_args]
         args += [state_arg, *plan.section_args]

@@ -13,13 +13,19 @@
 
 SQLite options go in the query string: `durability=full|normal`, `busy_timeout=SECONDS`,
 `max_message_bytes=N`. Server options: `pool_size=N` (most connections, default 10),
-`connect_timeout=SECONDS`, `max_message_bytes=N`, and for PostgreSQL `schema=NAME` (created
-if missing). SQLite and both servers take `migrate=false`: check the schema's version
-instead of creating or upgrading it (`SchemaError` if it is missing or old).
-Redis options: `namespace=NAME` (the first part of every key, default
-`sessionary`), `snapshot_frequency=N` (default 25; 0 never rolls up), `max_messages=N`,
-`ttl=SECONDS`, `max_message_bytes=N`, `connect_timeout=SECONDS`. `sessionary.stores.urls`
-parses URLs without opening anything.
+`max_message_bytes=N`, and for PostgreSQL `schema=NAME` (created if missing). Redis
+options: `namespace=NAME` (the first part of every key, default `sessionary`),
+`snapshot_frequency=N` (default 25; 0 never rolls up), `max_messages=N`, `ttl=SECONDS`,
+`max_message_bytes=N`. Every server store (PostgreSQL, MySQL, Redis) takes
+`connect_timeout=SECONDS` (connecting: TCP, greeting, login; default 10) and
+`timeout=SECONDS` (each request, lock waits included; default 60); running out of
+either raises `StoreUnavailable`. SQLite and both SQL servers take `migrate=false`: check
+the schema's version instead of creating or upgrading it (`SchemaError` if it is missing
+or old). Every value is range-checked (`InvalidURL`).
+`sessionary.stores.urls` parses URLs without opening anything.
+
+A server store's asyncio driver is bound to one event loop, so the async store runs on
+a loop of its own (`adapter.wrap_store`): any loop in any thread may use it.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessionary._optional import require
-from sessionary._sync.stores.adapter import wrap_engine
+from sessionary._sync.stores.adapter import wrap_engine, wrap_store
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.sql import SQLStore
 from sessionary.stores.urls import StoreURL, parse_store_url
@@ -57,7 +63,8 @@ def open_store(url: str) -> Store:
     if parsed.scheme == "redis":
         from sessionary._sync.stores.redis import RedisStore
 
-        return RedisStore(parsed.location, **parsed.options)  # type: ignore[arg-type]
+        options: Any = parsed.options
+        return wrap_store(lambda: RedisStore(parsed.location, **options))
     from sessionary.stores.sqlite import SQLiteEngine
 
     return wrap_engine(SQLiteEngine(parsed.location, **parsed.options))  # type: ignore[arg-type]
@@ -73,10 +80,17 @@ def _open_server(parsed: StoreURL) -> Store:
         from sessionary.stores._postgres_sql import PostgresDialect
         from sessionary.stores.postgres import PostgresDriver
 
-        driver = PostgresDriver(parsed.location, **options)
-        return SQLStore(driver, PostgresDialect(options.get("schema")), **sizes)
+        return wrap_store(
+            lambda: SQLStore(
+                PostgresDriver(parsed.location, **options),
+                PostgresDialect(options.get("schema")),
+                **sizes,
+            )
+        )
     require("pymysql", "aiomysql", extra="mysql", what="the mysql backend")
     from sessionary.stores._mysql_sql import MySQLDialect
     from sessionary.stores.mysql import MySQLDriver
 
-    return SQLStore(MySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)
+    return wrap_store(
+        lambda: SQLStore(MySQLDriver(parsed.location, **options), MySQLDialect(), **sizes)
+    )

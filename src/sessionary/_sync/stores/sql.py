@@ -43,6 +43,7 @@ from sessionary.errors import (
     HeadConflict,
     InvalidInput,
     MessageNotFound,
+    PayloadTooLarge,
     SchemaError,
     SessionNotFound,
 )
@@ -70,6 +71,7 @@ from sessionary.stores._common import (
     check_limit,
     check_session_fields,
     check_totals,
+    encode_imported_state,
     encode_json,
     prepare_messages,
     scopes_from_rows,
@@ -106,6 +108,24 @@ _INDEX_WAIT = 10
 
 _HEADS_KEPT = 4096
 """The most session heads a store remembers; it forgets them all when full."""
+
+
+@contextmanager
+def _released(tx: Transaction, unlock: Sequence[str]) -> Iterator[None]:
+    """Run the body, then `unlock` (giving a named lock back), also after it failed.
+
+    Not after a cancellation: aiomysql closes a connection cancelled mid-statement, and
+    the server releases its named locks with it; a statement there would only fail, and
+    its error would take the cancellation's place (wait_for would raise a StoreError).
+    """
+    try:
+        yield
+    except Exception:
+        for statement in unlock:
+            tx.execute(statement)
+        raise
+    for statement in unlock:
+        tx.execute(statement)
 
 
 class SQLStore(SQLState, SQLDocuments):
@@ -172,7 +192,7 @@ class SQLStore(SQLState, SQLDocuments):
             locked = tx.fetchone(statement)
             if locked is not None and locked[0] == 0:
                 raise SchemaError(f"{dialect.name}: timed out waiting for another migration")
-        try:
+        with _released(tx, dialect.migration_unlock()):
             tx.execute(dialect.migrations_table)
             row = tx.fetchone("SELECT coalesce(max(version), 0) FROM sessionary_migrations")
             current = row[0] if row is not None else 0
@@ -190,9 +210,6 @@ class SQLStore(SQLState, SQLDocuments):
                         "INSERT INTO sessionary_migrations (version, name) VALUES (%s, %s)",
                         (version, name),
                     )
-        finally:
-            for statement in dialect.migration_unlock():
-                tx.execute(statement)
 
     def _check_schema(self, tx: Transaction) -> None:
         """Refuse, changing nothing, a schema that is missing or not at this code's version."""
@@ -371,8 +388,8 @@ class SQLStore(SQLState, SQLDocuments):
         Where this store saw the session's head last (its own last append), it appends
         after that head if the head has not moved since (`append_after_sql`); else it
         locks, checks and appends (`append_sql`). Returns None where it did not append
-        (no such session, a stale head, an id already stored, no script): the general
-        path then does what those cases need.
+        (no such session, a stale head, an id already stored, no script, rows too large
+        for one statement): the general path then does what those cases need.
         """
         dialect = self._dialect
         if not dialect.appends_alone:
@@ -387,7 +404,7 @@ class SQLStore(SQLState, SQLDocuments):
         now = now_us()
         try:
             if seen is not None and (expected is Head.ANY or expected == seen[1]):
-                params = shared.append_after_params(seen, rows, now)
+                params = dialect.append_after_params(seen, rows, now)
                 sql = dialect.append_after_sql(len(rows))
                 if (self._driver.run_alone(sql, params))[1]:
                     self._saw_head(key, seen[0], last)
@@ -396,6 +413,8 @@ class SQLStore(SQLState, SQLDocuments):
             found = (self._driver.run_alone(dialect.append_sql(len(rows)), params))[0]
         except AlreadyExists:
             self._heads.pop(key, None)
+            return None
+        except PayloadTooLarge:  # one script cannot carry the rows; statements of their own can
             return None
         if not found or not found[0][1]:
             self._heads.pop(key, None)
@@ -449,8 +468,24 @@ class SQLStore(SQLState, SQLDocuments):
         raise MessageNotFound(f"parent message {parent!r} is not in this session")
 
     def _insert_messages(self, tx: Transaction, rows: Sequence[Sequence[Any]]) -> None:
-        for sql, params in shared.insert_statements(rows):
-            tx.execute(sql, params)
+        for chunk in shared.insert_chunks(rows):
+            self._insert_chunk(tx, chunk)
+
+    def _insert_chunk(self, tx: Transaction, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert rows in one statement, or in halves where the driver refuses it as too large.
+
+        (MySQL's statements must fit the server's `max_allowed_packet`; its driver refuses
+        one that does not before sending it, so the transaction goes on.)
+        """
+        try:
+            tx.execute(*shared.insert_statement(rows))
+        except PayloadTooLarge as exc:
+            if len(rows) == 1:
+                message = f"message {rows[0][1]} does not fit in one statement: {exc}"
+                raise PayloadTooLarge(message) from None
+            half = len(rows) // 2
+            self._insert_chunk(tx, rows[:half])
+            self._insert_chunk(tx, rows[half:])
 
     # ------------------------------------------------------------------ other writes
 
@@ -685,14 +720,12 @@ class SQLStore(SQLState, SQLDocuments):
                     taken = tx.fetchone(dialect.index_lock, (_INDEX_WAIT if wait else 0,))
                     if not wait and (taken is None or taken[0] != 1):
                         return
-                try:
+                unlock = [dialect.index_unlock] if dialect.index_unlock else []
+                with _released(tx, unlock):
                     pending = tx.fetchall(dialect.pending_sql)
                     if pending:
                         for statement, params in dialect.index_pending(pending):
                             tx.execute(statement, params)
-                finally:
-                    if dialect.index_unlock:
-                        tx.execute(dialect.index_unlock)
             if not pending:
                 return
 
@@ -719,9 +752,7 @@ class SQLStore(SQLState, SQLDocuments):
     ) -> SessionInfo:
         prepared = prepare_messages(messages, self.max_message_bytes)
         check_session_fields(info)
-        state_text = None
-        if state is not None and state.version:
-            state_text = encode_json(state.data, "session state", self.max_message_bytes)
+        state_text = encode_imported_state(state, self.max_message_bytes)
         rows, head = import_rows(info, prepared, self._dialect.index_text)
         try:
             with self._begin() as tx:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -169,6 +169,12 @@ def mysql_url() -> Iterator[str]:
             cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
     finally:
         conn.close()
+
+
+@pytest.fixture
+def mysql_admin() -> Callable[[str | None], Any]:
+    """Opens an autocommit PyMySQL connection to the test MySQL server (to any database)."""
+    return _mysql_connect
 
 
 @functools.cache

@@ -84,6 +84,7 @@ def test_the_commands() -> None:
                 "mcp",
                 "migrate",
                 "rm",
+                "schema",
                 "scopes",
                 "search",
                 "serve",

@@ -26,7 +26,7 @@ EXPECTED = {
     "BackendNotInstalled", "Closed", "CompactionStalled", "Conflict", "DataPart", "FilePart",
     "HeadConflict", "InvalidId",
     "InvalidInput", "InvalidMessage", "InvalidPatch", "InvalidQuery", "InvalidURL",
-    "LossyConversion", "Message",
+    "LossyConversion", "Message", "MessageHasChildren",
     "MessageNotFound", "NotFound", "NotSerializable", "Page", "Part", "PayloadTooLarge",
     "ReasoningPart",
     "SchemaError", "Scope", "SearchHit", "Session", "SessionInfo", "SessionManager",
@@ -43,7 +43,7 @@ EXPECTED = {
     "StoredSkills", "ToolResult", "ToolSpec", "WritableContextProvider", "export_tools",
     "CompactionPolicy", "Eviction", "HeuristicCounter", "MemoryFlush", "Overlay",
     "StructuredSummarizer", "SummarizerError", "SummaryRequest", "TokenCounter",
-    "call_with_recovery", "AsyncTurn", "Turn",
+    "call_with_recovery", "AsyncTurn", "Turn", "WorkingContext", "build_working_context",
 }  # fmt: skip
 
 

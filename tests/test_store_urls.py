@@ -40,6 +40,10 @@ CASES: dict[str, tuple[dict[str, object], list[str]]] = {
     "namespace": ({"ns": "ns", "a.b:c-d_e": "a.b:c-d_e"}, ["", "a b", "a/b", "x" * 201]),
     "snapshot_frequency": ({"0": 0, "25": 25}, ["-1", "x", "1.5", ""]),
     "ttl": ({"1": 1.0, "3e9": 3e9}, ["0", "-1", "nan", "inf", "4e9", "x", ""]),
+    "migrate": (
+        {"false": False, "true": True, "0": False, "1": True, "Off": False},
+        ["", "maybe", "2", "f"],
+    ),
 }
 
 OPTIONS = [(scheme, name) for scheme, options in urls._OPTIONS.items() for name in options]

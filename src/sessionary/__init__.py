@@ -54,6 +54,7 @@ from sessionary.errors import (
     InvalidQuery,
     InvalidURL,
     LossyConversion,
+    MessageHasChildren,
     MessageNotFound,
     NotFound,
     NotSerializable,
@@ -105,6 +106,7 @@ from sessionary.stores.registry import open_async_store
 from sessionary.tokens import HeuristicCounter, TokenCounter
 from sessionary.toolspec import ToolResult, ToolSpec, export_tools
 from sessionary.turn import AsyncTurn
+from sessionary.working import WorkingContext, build_working_context
 
 __version__ = "0.1.0"
 
@@ -150,6 +152,7 @@ __all__ = [
     "InvalidURL",
     "LossyConversion",
     "Message",
+    "MessageHasChildren",
     "MessageNotFound",
     "NotFound",
     "NotSerializable",
@@ -184,6 +187,7 @@ __all__ = [
     "ToolSpec",
     "Unsupported",
     "VersionConflict",
+    "WorkingContext",
     "WritableContextProvider",
     "CompactionPolicy",
     "Eviction",
@@ -197,6 +201,7 @@ __all__ = [
     "Turn",
     "call_with_recovery",
     "__version__",
+    "build_working_context",
     "export_tools",
     "new_id",
     "open_async_store",

@@ -13,7 +13,8 @@ SessionaryError
 │   ├── LossyConversion     a strict format conversion that would drop data
 │   ├── PayloadTooLarge     a message, state or document over the store's size limit
 │   ├── ReadOnlyBlock       a write to a context block that cannot be written
-│   └── BlockLimitExceeded  a write that would take a block over its token limit
+│   ├── BlockLimitExceeded  a write that would take a block over its token limit
+│   └── MessageHasChildren  a delete of messages that would leave a child without its parent
 ├── NotFound                the thing asked for does not exist in this scope (also a LookupError)
 │   ├── SessionNotFound
 │   ├── MessageNotFound
@@ -55,6 +56,7 @@ __all__ = [
     "InvalidQuery",
     "InvalidURL",
     "LossyConversion",
+    "MessageHasChildren",
     "MessageNotFound",
     "NotFound",
     "NotSerializable",
@@ -128,6 +130,14 @@ class ReadOnlyBlock(InvalidInput):
 
 class BlockLimitExceeded(InvalidInput):
     """A write would take a context block over its token limit; nothing was written."""
+
+
+class MessageHasChildren(InvalidInput):
+    """A message to delete has a child that is not deleted with it; nothing was deleted.
+
+    `delete_messages` deletes exactly the ids it is given, so every child of each must be
+    among them; `delete` removes a message with its whole subtree instead.
+    """
 
 
 class NotFound(SessionaryError, LookupError):

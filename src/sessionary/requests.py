@@ -11,7 +11,9 @@ arguments of a provider SDK call, minus the model name:
 - ``gemini``: ``contents`` and ``config`` (``system_instruction``, ``tools``), for
   `client.models.generate_content` of google-genai;
 - ``ai-sdk``: ``system``, ``messages`` (UIMessages) and ``tools`` (keyed by name), for
-  `streamText` after `convertToModelMessages`.
+  `streamText` after `convertToModelMessages`;
+- ``workers-ai``: ``messages`` (system first) and ``tools``, for `env.AI.run(model, ...)`
+  of Cloudflare Workers AI, or the body of its REST API's `/ai/run/MODEL`.
 
 Keys with nothing to send are left out. System text the history itself carries (a system
 message) follows the session's prompt.
@@ -28,18 +30,13 @@ from sessionary.formats.anthropic import to_anthropic
 from sessionary.formats.gemini import to_gemini
 from sessionary.formats.openai_chat import to_openai_chat
 from sessionary.formats.openai_responses import to_openai_responses
+from sessionary.formats.workers_ai import to_workers_ai
 from sessionary.model import Message
-from sessionary.toolspec import ToolFormat, ToolSpec, check_format, export_tools
+from sessionary.toolspec import TOOL_FORMATS, ToolFormat, ToolSpec, check_format, export_tools
 
 __all__ = ["REQUEST_FORMATS", "build_request"]
 
-REQUEST_FORMATS: tuple[str, ...] = (
-    "openai-chat",
-    "openai-responses",
-    "anthropic",
-    "gemini",
-    "ai-sdk",
-)
+REQUEST_FORMATS: tuple[str, ...] = TOOL_FORMATS
 
 Request = tuple[dict[str, Any], Sequence[Loss]]
 
@@ -93,12 +90,17 @@ def _ai_sdk(system: str, messages: Sequence[Message]) -> Request:
     return out, dropped
 
 
+def _workers_ai(system: str, messages: Sequence[Message]) -> Request:
+    return to_workers_ai(messages, system=system)
+
+
 _BUILDERS = {
     "openai-chat": _openai_chat,
     "openai-responses": _openai_responses,
     "anthropic": _anthropic,
     "gemini": _gemini,
     "ai-sdk": _ai_sdk,
+    "workers-ai": _workers_ai,
 }
 
 

@@ -2,7 +2,7 @@
 
 A `ToolSpec` is a name, a description and a JSON schema for the arguments. It exports to
 the wire shapes of every provider format (OpenAI Chat Completions, OpenAI Responses,
-Anthropic Messages, Gemini function declarations, AI SDK tools), and `check_arguments`
+Anthropic Messages, Gemini function declarations, AI SDK tools, Workers AI), and `check_arguments`
 validates what a model sent against the schema (the
 subset of JSON Schema the tools use: objects, strings, integers, booleans, enums,
 lengths, bounds, required and no additional properties).
@@ -14,7 +14,7 @@ import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from sessionary.errors import InvalidInput
 from sessionary.model import Message, Part, ToolCallPart, ToolResultPart
@@ -32,8 +32,10 @@ __all__ = [
     "reclaim_unloaded",
 ]
 
-ToolFormat = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ai-sdk"]
-TOOL_FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ai-sdk")
+ToolFormat = Literal[
+    "openai-chat", "openai-responses", "anthropic", "gemini", "ai-sdk", "workers-ai"
+]
+TOOL_FORMATS: tuple[str, ...] = get_args(ToolFormat)
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
     "integer": int,
@@ -96,6 +98,14 @@ class ToolSpec:
         caller wraps with `jsonSchema(...)`.
         """
         return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
+
+    def to_workers_ai(self) -> dict[str, Any]:
+        """Return the tool as a Workers AI chat model's `tools` item.
+
+        ``{name, description, parameters}``: the form `env.AI.run` documents for function
+        calling.
+        """
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
     def export(self, format: ToolFormat) -> dict[str, Any]:
         """Return the tool in `format`, one of `TOOL_FORMATS`.

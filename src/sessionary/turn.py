@@ -19,19 +19,17 @@ the turn begins (`ctx.state`) and saved, pointing at the new head, when it ends.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from sessionary.agent_state import AgentState
-from sessionary.errors import InvalidInput, InvalidMessage
-from sessionary.formats import Loss
+from sessionary.errors import InvalidInput
 from sessionary.keeper import AsyncAgentStateKeeper
 from sessionary.model import Message
 from sessionary.records import ANY, HEAD, Expected, Parent
-from sessionary.requests import build_request
-from sessionary.session import coerce_message
-from sessionary.toolspec import ToolFormat, ToolResult, ToolSpec, export_tools
+from sessionary.toolspec import ToolResult, ToolSpec
+from sessionary.working import WorkingContext
 
 if TYPE_CHECKING:
     from sessionary.session import AsyncSession
@@ -42,8 +40,11 @@ TurnPolicy = Literal["fail", "branch", "rebase"]
 POLICIES: tuple[TurnPolicy, ...] = ("fail", "branch", "rebase")
 
 
-class AsyncTurn:
+class AsyncTurn(WorkingContext):
     """One model call's working context; open it with `AsyncSession.turn()`.
+
+    A `WorkingContext` (its `add`, `messages`, `request`, ...) read from the session when
+    the turn begins, whose added messages are persisted when it ends.
 
     Attributes:
         system: The system prompt (frozen when the session caches its prompt).
@@ -71,6 +72,7 @@ class AsyncTurn:
             raise InvalidInput(f"policy must be one of {list(POLICIES)}, not {policy!r}")
         if not all(isinstance(tool, ToolSpec) for tool in tools):
             raise InvalidInput("tools must be ToolSpec objects")
+        super().__init__()
         self.session = session
         self.policy: TurnPolicy = policy
         self.limit = limit
@@ -79,14 +81,9 @@ class AsyncTurn:
         self._keeper: AsyncAgentStateKeeper | None = (
             None if agent is None else session.agent_state(agent)
         )
-        self.system = ""
-        self.history: list[Message] = []
-        self.tools: list[ToolSpec] = []
-        self.added: list[Message] = []
         self.base: str | None = None
         self.state: AgentState | None = None
         self.stored: list[Message] = []
-        self.dropped: list[Loss] = []
         self._open = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -141,71 +138,11 @@ class AsyncTurn:
             await self._keeper.save(self.state)
         return self.stored
 
-    # ------------------------------------------------------------------ building
-
-    @property
-    def messages(self) -> list[Message]:
-        """The history followed by the messages added in this turn: what the model sees."""
-        return self.history + self.added
-
-    def add(self, message: Message | Mapping[str, Any]) -> Message:
-        """Add a message to the turn (persisted when the turn ends); return it.
-
-        Raises:
-            InvalidMessage: If the message is malformed, is a compaction summary, or has
-                an id already added in this turn.
-        """
-        added = coerce_message(message)
-        if any(m.id == added.id for m in self.added):
-            raise InvalidMessage(f"message id {added.id!r} was already added in this turn")
-        self.added.append(added)
-        return added
-
-    def add_all(self, messages: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
-        """Add several messages in order; all of them or, on a malformed one, none.
-
-        Raises:
-            InvalidMessage: As `add`.
-        """
-        if isinstance(messages, Message | Mapping | str | bytes):
-            raise InvalidMessage("add_all takes an iterable of messages; use add for one")
-        batch = [coerce_message(m) for m in messages]
-        ids = [m.id for m in self.added + batch]
-        if len(ids) != len(set(ids)):
-            raise InvalidMessage("a message id appears twice in this turn")
-        self.added.extend(batch)
-        return batch
+    # ------------------------------------------------------------------ tools
 
     async def call_tool(self, name: str, arguments: object = None) -> ToolResult:
         """Run one of the session's memory tools; never raises (errors are results)."""
         return await self.session.call_tool(name, arguments)
-
-    def export_tools(self, format: ToolFormat = "openai-chat") -> list[dict[str, Any]]:
-        """Return the turn's tools in a provider's form (see `sessionary.toolspec`).
-
-        Raises:
-            InvalidInput: If the format is unknown.
-        """
-        return export_tools(self.tools, format)
-
-    def request(self, format: ToolFormat = "openai-chat") -> dict[str, Any]:
-        """Return the pieces of a provider request: system prompt, messages and tools.
-
-        "openai-chat" gives ``messages`` (system first) and ``tools``; "anthropic" gives
-        ``system``, ``messages`` and ``tools``; "openai-responses" gives
-        ``instructions``, ``input`` and ``tools``; "gemini" gives ``contents`` and
-        ``config`` (``system_instruction`` and ``tools``) for
-        ``client.models.generate_content``; "ai-sdk" gives ``system``, ``messages`` (AI
-        SDK UIMessages) and ``tools`` keyed by name. Keys with nothing to send are left
-        out, so the result can be splatted into the SDK call with the model name. What
-        the format cannot carry (e.g. reasoning in OpenAI Chat) is listed in `dropped`.
-
-        Raises:
-            InvalidInput: If the format is not one of those, whether or not there are tools.
-        """
-        out, dropped = build_request(format, self.system, self.messages, self.tools)
-        self.dropped = list(dropped)
-        return out
 
     def __repr__(self) -> str:
         state = "open" if self._open else "closed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import sessionary
 from sessionary import HeadConflict, Message, VersionConflict
@@ -189,3 +190,45 @@ def test_one_store_keeps_same_named_sessions_of_two_scopes_apart(
     assert [m.text for m in manager.session("same").history()] == [f"mine {n}" for n in range(3)]
     assert [m.text for m in other.session("same").history()] == [f"theirs {n}" for n in range(3)]
     assert manager.session("same").message_count() == other.session("same").message_count() == 3
+
+
+def test_an_exact_delete_racing_an_append_below_never_orphans_it(
+    manager: sessionary.SessionManager, open_scope: OpenScope
+) -> None:
+    # One writer answers leaf x while another deletes exactly x: either the delete
+    # comes first (the answer finds no parent) or the answer does (the delete is
+    # refused); never both, whichever connection, process or server each one uses.
+    manager.create(id="s")
+    appender, deleter = open_scope().session("s"), open_scope().session("s")
+    for round_ in range(12):
+        leaf = manager.append("s", Message.user(f"leaf {round_}", id=f"x{round_}"), parent=None)
+        start = threading.Barrier(2, timeout=60)
+
+        def answer(leaf_id: str = leaf.id, n: int = round_, start: Any = start) -> str:
+            start.wait()
+            try:
+                appender.append(Message.assistant("answer", id=f"y{n}"), parent=leaf_id)
+            except sessionary.MessageNotFound:
+                return "answer lost"
+            return "answered"
+
+        def delete(leaf_id: str = leaf.id, start: Any = start) -> str:
+            start.wait()
+            try:
+                deleter.delete_messages([leaf_id])
+            except sessionary.MessageHasChildren:
+                return "delete refused"
+            return "deleted"
+
+        with ThreadPoolExecutor(2) as pool:
+            answered, deleted = pool.submit(answer), pool.submit(delete)
+            got = (answered.result(timeout=60), deleted.result(timeout=60))
+        assert got in {("answered", "delete refused"), ("answer lost", "deleted")}, got
+        if got[0] == "answered":
+            assert [m.id for m in manager.history("s", f"y{round_}")] == [leaf.id, f"y{round_}"]
+        else:
+            assert manager.session("s").get_message(leaf.id) is None
+    records = [r["message"] for r in manager.export("s") if r["type"] == "message"]
+    present = {m["id"] for m in records}
+    assert all(m.get("parent_id") in (None, *present) for m in records)
+    assert manager.message_count("s") == len(records)

@@ -18,12 +18,14 @@ from sessionary.formats import (
     from_gemini,
     from_openai_chat,
     from_openai_responses,
+    from_workers_ai,
     to_ai_sdk,
     to_anthropic,
     to_events,
     to_gemini,
     to_openai_chat,
     to_openai_responses,
+    to_workers_ai,
 )
 from sessionary.formats._shared import output_text
 from sessionary.model import part_to_dict
@@ -51,6 +53,8 @@ FORMATS = [
     Format("ai_sdk", to_ai_sdk, from_ai_sdk, {}, merges_results=True),
     Format("events", to_events, from_events,
            {"signed": False, "images": False}, text_outputs=True),
+    Format("workers_ai", to_workers_ai, from_workers_ai,
+           {"signed": False, "images": False, "errors": False}, text_outputs=True),
 ]  # fmt: skip
 BY_NAME = pytest.mark.parametrize("fmt", FORMATS, ids=[f.name for f in FORMATS])
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

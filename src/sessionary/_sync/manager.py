@@ -19,6 +19,8 @@ from sessionary._sync.stores.base import DOCUMENTS, Store
 from sessionary._sync.stores.registry import open_store
 from sessionary._sync.transfer import Existing, Importer, export_records, owner_documents
 from sessionary.blocks import SessionConfig
+from sessionary.compaction.overlays import Overlay
+from sessionary.compaction.planner import safe_cuts
 from sessionary.compaction.policy import CompactionPolicy
 from sessionary.compaction.split import continuation
 from sessionary.errors import (
@@ -28,10 +30,15 @@ from sessionary.errors import (
     SessionNotFound,
 )
 from sessionary.ids import check_id, new_id
+from sessionary.model import Message
 from sessionary.query import parse_query
 from sessionary.records import (
+    ANY,
+    HEAD,
     Document,
+    Expected,
     Page,
+    Parent,
     Scope,
     SearchHit,
     SessionFilter,
@@ -269,26 +276,39 @@ class SessionManager(HistoryToolsMixin):
         return fork
 
     def compact_and_split(
-        self, session_id: str, *, name: str | None = None, id: str | None = None
+        self,
+        session_id: str,
+        summary: str | None = None,
+        *,
+        name: str | None = None,
+        id: str | None = None,
     ) -> Session:
         """End a session and continue it in a new one that starts from its summary.
 
-        The head's branch is compacted with no protected head; the new session (whose
-        parent is `session_id`) holds the summary as an ordinary first message (marked
-        in its metadata under ``sessionary.continued_from``) followed by the kept tail,
-        and a copy of the state. The old session ends with the reason ``compacted``; its
-        messages stay readable and searchable.
+        Without `summary`, the head's branch is compacted by the policy's summarizer with
+        no protected head, keeping a tail. With `summary` (your own text), it covers the
+        whole branch, up to a tool call still waiting for its result, which is kept
+        after it. Either way the old session keeps the summary as an overlay; the new
+        session (whose parent is `session_id`) holds it as an ordinary first message
+        (marked in its metadata under ``sessionary.continued_from``) followed by what was
+        kept, and a copy of the state. The old session ends with the reason
+        ``compacted``; its messages stay readable and searchable.
 
         Raises:
             SessionNotFound: If there is no such session.
             Unsupported: If the store has no documents.
             SummarizerError: If the summarizer fails; nothing is changed.
+            InvalidInput: If `summary` is blank, or the branch holds nothing it can
+                cover (it is empty, or starts with a pending tool call).
         """
         source = self.get(session_id)
         if source is None:
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         old = self.session(session_id)
-        old.compact(protect_head=0)
+        if summary is None:
+            old.compact(protect_head=0)
+        else:
+            _cover_branch(old, summary)
         messages = continuation(old.history(), session_id)
         state = self.store.get_state(self.scope, "session", session_id)
         info = SessionInfo(
@@ -303,6 +323,69 @@ class SessionManager(HistoryToolsMixin):
         created = self.store.import_session(self.scope, info, messages, state)
         self.end(session_id, "compacted")
         return self.session(created.id)
+
+    # ------------------------------------------------------------------ messages
+
+    def append(
+        self,
+        session_id: str,
+        message: Message | Mapping[str, Any],
+        *,
+        parent: Parent = HEAD,
+        expected_head: Expected = ANY,
+    ) -> Message:
+        """Append a message to a session; see `Session.append`."""
+        return self.session(session_id).append(message, parent=parent, expected_head=expected_head)
+
+    def upsert(
+        self, session_id: str, message: Message | Mapping[str, Any], *, parent: Parent = HEAD
+    ) -> Message:
+        """Append a message, or replace the stored one with its id; see `Session.upsert`."""
+        return self.session(session_id).upsert(message, parent=parent)
+
+    def append_all(
+        self,
+        session_id: str,
+        messages: Iterable[Message | Mapping[str, Any]],
+        *,
+        parent: Parent = HEAD,
+        expected_head: Expected = ANY,
+    ) -> builtins.list[Message]:
+        """Append messages as one atomic chain; see `Session.append_all`."""
+        return self.session(session_id).append_all(
+            messages, parent=parent, expected_head=expected_head
+        )
+
+    def history(
+        self,
+        session_id: str,
+        leaf: str | None = None,
+        limit: int | None = None,
+        *,
+        raw: bool = False,
+    ) -> builtins.list[Message]:
+        """Return a session's path to `leaf` (default: its head); see `Session.history`."""
+        return self.session(session_id).history(leaf, limit, raw=raw)
+
+    def message_count(self, session_id: str) -> int:
+        """Return how many messages a session holds, on every branch."""
+        return self.session(session_id).message_count()
+
+    def clear(self, session_id: str) -> int:
+        """Delete a session's messages and what hangs on them; see `Session.clear`."""
+        return self.session(session_id).clear()
+
+    def delete_messages(self, session_id: str, message_ids: Iterable[str]) -> builtins.list[str]:
+        """Delete exactly these messages of a session; see `Session.delete_messages`."""
+        return self.session(session_id).delete_messages(message_ids)
+
+    def add_compaction(self, session_id: str, summary: str, first_id: str, last_id: str) -> Overlay:
+        """Store your own summary over a range; see `Session.add_compaction`."""
+        return self.session(session_id).add_compaction(summary, first_id, last_id)
+
+    def compactions(self, session_id: str) -> builtins.list[Overlay]:
+        """Return a session's compaction overlays, oldest first (`Session.overlays`)."""
+        return self.session(session_id).overlays()
 
     # ------------------------------------------------------------------ search and state
 
@@ -323,6 +406,7 @@ class SessionManager(HistoryToolsMixin):
             Unsupported: If the store has no full-text search.
         """
         parsed = parse_query(query)
+        check_limit(limit)
         if session_id is not None:
             check_id(session_id, "session id")
         return self.store.search(self.scope, parsed, limit, session_id, check_role(role))
@@ -429,3 +513,17 @@ class SessionManager(HistoryToolsMixin):
                 (unless `existing` is "skip", which keeps the scope's own).
         """
         return Importer(self.store, self.scope, existing).run(records)
+
+
+def _cover_branch(session: Session, summary: str) -> None:
+    """Show `summary` over the head's branch, up to its last safe cut (see `compact_and_split`).
+
+    Raises:
+        InvalidInput: If no prefix of the branch can be covered.
+    """
+    path = session.history(raw=True)
+    cuts = safe_cuts(path)
+    end = max((c for c in range(1, len(path) + 1) if cuts[c]), default=0)
+    if end == 0:
+        raise InvalidInput(f"session {session.id!r} has no messages a summary could replace")
+    session.add_compaction(summary, path[0].id, path[end - 1].id)

@@ -218,6 +218,28 @@ class Session(ContextMixin):
         self._compactor.after_append()
         return stored
 
+    def upsert(self, message: Message | Mapping[str, Any], *, parent: Parent = HEAD) -> Message:
+        """Append a message, or if its id is stored already, replace its parts and metadata.
+
+        A new message is appended to `parent` (as `append` does); a stored one keeps its
+        role and place (as `update` does), so re-sending a message while it streams in
+        leaves one message with the latest content. Returns the message as stored.
+
+        Raises:
+            InvalidMessage: If the message is malformed.
+            InvalidInput: If a stored message with that id has another role.
+            MessageNotFound: If the message is new and `parent` is not in this session.
+        """
+        wanted = coerce_message(message)
+        stored = self.append(wanted, parent=parent)
+        if (stored.role, stored.parts, stored.metadata) == (
+            wanted.role,
+            wanted.parts,
+            wanted.metadata,
+        ):
+            return stored
+        return self.update(wanted)
+
     def update(self, message: Message | Mapping[str, Any]) -> Message:
         """Replace a stored message's parts and metadata (its role and place stay).
 
@@ -236,7 +258,36 @@ class Session(ContextMixin):
         Raises:
             MessageNotFound: If no message with that id is in this session.
         """
-        return self._store.delete_message(self._scope, self._id, check_id(message_id, "message id"))
+        deleted = self._store.delete_message(
+            self._scope, self._id, check_id(message_id, "message id")
+        )
+        self._compactor.forget(deleted)
+        return deleted
+
+    def delete_messages(self, message_ids: Iterable[str]) -> list[str]:
+        """Delete exactly these messages, all or none; return their ids (each once).
+
+        No message is ever left without its parent: a message with a child that is not
+        deleted with it is refused (`delete` removes a whole subtree instead). So a leaf
+        can always be deleted, and a message in the middle of a conversation only with
+        everything below it. If the head is deleted it moves to its nearest ancestor that
+        stays. An overlay whose range ends in a deleted message is dropped.
+
+        Deleting a tool result alone leaves its call unanswered, as it was before the
+        result arrived; its call cannot be deleted without it (the result is its child).
+
+        Raises:
+            InvalidInput: If `message_ids` is a single string rather than a collection.
+            InvalidId: If an id is malformed.
+            MessageNotFound: If an id is not in this session.
+            MessageHasChildren: If a message has a child that is not among the ids.
+        """
+        if isinstance(message_ids, str | bytes):
+            raise InvalidInput("delete_messages takes a collection of ids; use delete for one")
+        ids = list(dict.fromkeys(check_id(m, "message id") for m in message_ids))
+        deleted = self._store.delete_messages(self._scope, self._id, ids)
+        self._compactor.forget(deleted)
+        return deleted
 
     def clear(self) -> int:
         """Delete every message of the session and what hangs on them; return how many.
@@ -325,6 +376,26 @@ class Session(ContextMixin):
         leaf = _optional_id(leaf, "leaf message id")
         return self._compactor.compact(leaf, protect_head=protect_head, tail_tokens=tail_tokens)
 
+    def add_compaction(self, summary: str, first_id: str, last_id: str) -> Overlay:
+        """Show your own `summary` in place of the messages `first_id` .. `last_id`.
+
+        The range is the path to `last_id`, from `first_id` on; it must not separate a
+        tool call from its result, nor hide a call still waiting for one. Like an
+        overlay `compact` makes, it applies to every branch through `last_id`, the
+        originals stay stored, and it is returned. On a branch only one overlay applies,
+        the one ending deepest (the newest, among equal ends), so to extend an earlier
+        summary, start the new range at or before that one's first message.
+
+        Raises:
+            Unsupported: If the store has no documents.
+            InvalidInput: If the summary is blank, `first_id` is not on the path to
+                `last_id`, or the range would separate a tool call from its result.
+            MessageNotFound: If `last_id` is not in this session.
+        """
+        first_id = check_id(first_id, "first message id")
+        last_id = check_id(last_id, "last message id")
+        return self._compactor.add(summary, first_id, last_id)
+
     def overlays(self) -> list[Overlay]:
         """Return the session's compaction overlays on every branch, oldest first."""
         return self._compactor.overlays()
@@ -386,6 +457,7 @@ class Session(ContextMixin):
             Unsupported: If the store has no full-text search.
         """
         parsed = parse_query(query)
+        check_limit(limit)
         return self._store.search(self._scope, parsed, limit, self._id, check_role(role))
 
     # ------------------------------------------------------------------ state

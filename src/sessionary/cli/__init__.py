@@ -5,9 +5,9 @@ sessionary [--db URL] [--tenant T] [--user U] [--no-pager] COMMAND ...
 ```
 
 The commands live in the modules of this package (`_read`: ls, show, search, scopes;
-`_inspect`: inspect, context; `_write`: export, import, rm, migrate, demo; `_serve`:
-serve, mcp, keys; `_extra`: examples, completion), the group and its options in `_app`,
-and how things are drawn in `_views` (rich renderables). `--db` defaults to the
+`_inspect`: inspect, context; `_write`: export, import, rm, migrate, demo; `_schema`:
+schema; `_serve`: serve, mcp, keys; `_extra`: examples, completion), the group and its
+options in `_app`, and how things are drawn in `_views` (rich renderables). `--db` defaults to the
 `SESSIONARY_URL` environment variable, else `./sessionary.db`. Every error prints one
 line, `sessionary: error: ...`, and exits with status 1; usage errors exit with 2 and an
 interrupt with 130.
@@ -15,7 +15,14 @@ interrupt with 130.
 
 from __future__ import annotations
 
-from sessionary.cli import _extra, _inspect, _read, _serve, _write  # noqa: F401 - they add commands
+from sessionary.cli import (  # noqa: F401 - they add commands
+    _extra,
+    _inspect,
+    _read,
+    _schema,
+    _serve,
+    _write,
+)
 from sessionary.cli._app import DEFAULT_DB, ENV_URL, CLIError, main, root
 
 __all__ = ["DEFAULT_DB", "ENV_URL", "CLIError", "main", "root"]

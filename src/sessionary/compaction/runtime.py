@@ -46,7 +46,9 @@ from sessionary.compaction.planner import (
     CompactionPlan,
     is_synthetic,
     plan_compaction,
+    safe_cuts,
     summary_budget,
+    summary_info,
 )
 from sessionary.compaction.policy import CompactionPolicy
 from sessionary.compaction.summary import SummaryRequest, check_summary, previous_text
@@ -54,6 +56,7 @@ from sessionary.compaction.view import context_view
 from sessionary.errors import (
     BlockLimitExceeded,
     CompactionStalled,
+    InvalidInput,
     SummarizerError,
     Unsupported,
     VersionConflict,
@@ -291,18 +294,7 @@ class AsyncCompactor:
             overlay = await self._overlay(str(entry["id"]))
             if overlay is None:
                 continue
-            await target.store.put_document(
-                target.scope,
-                "session",
-                target.session_id,
-                NAMESPACE,
-                overlay.id,
-                overlay_to_body(overlay),
-                overlay.summary,
-                "compaction",
-                0,
-            )
-            await target._add_to_index(overlay)
+            await target._store_overlay(overlay)
             copied += 1
         return copied
 
@@ -368,6 +360,59 @@ class AsyncCompactor:
             await self._flush(plan, visible)
         summary = await self._summarize(plan)
         overlay = await self._make_overlay(plan, summary)
+        await self._store_overlay(overlay)
+        return overlay
+
+    async def add(self, summary: str, first_id: str, last_id: str) -> Overlay:
+        """Store an overlay showing `summary` in place of `first_id`..`last_id`; return it.
+
+        The range is the path to `last_id` from `first_id` on (one message if they are
+        the same), and its ends must be cuts the planner could choose
+        (`sessionary.compaction.planner.safe_cuts`): no tool call before it answered
+        inside it, no call inside it answered after it or still pending.
+
+        Raises:
+            Unsupported: If the store has no documents.
+            InvalidInput: If the summary is blank, `first_id` is not on the path to
+                `last_id`, or the range would separate a tool call from its result.
+            MessageNotFound: If `last_id` is not in the session.
+        """
+        if not self._has_documents:
+            raise Unsupported("compaction overlays need a store with documents")
+        if not isinstance(summary, str) or not summary.strip():
+            raise InvalidInput("a compaction summary must be non-blank text")
+        path = await self.store.get_path(self.scope, self.session_id, last_id, None)
+        start = next((i for i, m in enumerate(path) if m.id == first_id), None)
+        if start is None:
+            raise InvalidInput(f"message {first_id!r} is not on the path to {last_id!r}")
+        cuts = safe_cuts(path)
+        if not (cuts[start] and cuts[len(path)]):
+            raise InvalidInput(
+                f"compacting {first_id!r}..{last_id!r} would separate a tool call from its "
+                "result (or hide a call still waiting for one)"
+            )
+        visible = await self.visible(last_id)
+        covered = {m.id for m in path[start:]}
+        older = [summary_info(m) for m in visible if is_synthetic(m)]
+        overlay = Overlay(
+            id=new_id(),
+            first_id=first_id,
+            last_id=last_id,
+            first_depth=start + 1,
+            last_depth=len(path),
+            summary=summary.strip(),
+            role=self.policy.summary_role,
+            tokens_before=await self.measure(self._view(visible)),
+            tokens_after=0,
+            created_at=datetime.now(UTC),
+            supersedes=next((o.get("id") for o in older if o.get("first_id") in covered), None),
+        )
+        after = await self.measure(self._view([*path[:start], synthetic_message(overlay)]))
+        overlay = replace(overlay, tokens_after=after)
+        await self._store_overlay(overlay)
+        return overlay
+
+    async def _store_overlay(self, overlay: Overlay) -> None:
         await self.store.put_document(
             self.scope,
             "session",
@@ -380,7 +425,6 @@ class AsyncCompactor:
             0,
         )
         await self._add_to_index(overlay)
-        return overlay
 
     async def _summarize(self, plan: CompactionPlan) -> str:
         policy = self.policy
@@ -420,8 +464,23 @@ class AsyncCompactor:
         return replace(overlay, tokens_after=plan.tokens_kept + shown)
 
     async def _add_to_index(self, overlay: Overlay) -> None:
+        def add(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [*entries, index_entry(overlay)]
+
+        if not await self._edit_index(add):
+            raise VersionConflict(
+                "the overlay index kept changing; the overlay is stored unindexed"
+            )
+
+    async def _edit_index(
+        self, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+    ) -> bool:
+        """Write `change(entries)` as the overlay index, retrying lost races; False if all lost."""
         for _ in range(_RETRIES):
             entries, version = await self._index()
+            edited = change(entries)
+            if edited == entries:
+                return True
             try:
                 await self.store.put_document(
                     self.scope,
@@ -429,15 +488,41 @@ class AsyncCompactor:
                     self.session_id,
                     INDEX_NAMESPACE,
                     INDEX_KEY,
-                    {"entries": [*entries, index_entry(overlay)]},
+                    {"entries": edited},
                     "",
                     "compaction",
                     version,
                 )
-                return
+                return True
             except VersionConflict:
                 continue
-        raise VersionConflict("the overlay index kept changing; the overlay is stored unindexed")
+        return False
+
+    async def forget(self, deleted: list[str]) -> None:
+        """Drop the overlays whose range ended in a deleted message (after a delete).
+
+        Such an overlay can never apply again to what is stored, and must not apply to
+        a later message that reuses the id. The index entry goes first, as in `clear`.
+
+        Raises:
+            VersionConflict: If the overlay index kept changing.
+        """
+        if not self._has_documents or not deleted:
+            return
+        gone = set(deleted)
+        dropped: list[str] = []
+
+        def drop(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            dropped[:] = [str(e["id"]) for e in entries if e["last_id"] in gone]
+            return [e for e in entries if e["last_id"] not in gone]
+
+        if not await self._edit_index(drop):
+            raise VersionConflict("the overlay index kept changing; no overlay was dropped")
+        for overlay_id in dropped:
+            self._overlays.pop(overlay_id, None)
+            await self.store.delete_document(
+                self.scope, "session", self.session_id, NAMESPACE, overlay_id
+            )
 
     async def _flush(self, plan: CompactionPlan, visible: list[Message]) -> None:
         """Append the range's durable facts to the memory block; report, never raise."""

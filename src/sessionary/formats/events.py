@@ -44,7 +44,7 @@ from sessionary.model import (
 )
 from sessionary.records import load_json
 
-__all__ = ["from_events", "to_events"]
+__all__ = ["event_to_message", "from_events", "to_events"]
 
 NS = "events"
 TARGET = "the event log"
@@ -181,6 +181,19 @@ def from_events(events: Iterable[Mapping[str, JSON] | Any]) -> list[Message]:
         names.update({c.id: c.name for c in msg.tool_calls})
         out.append(msg)
     return out
+
+
+def event_to_message(event: Mapping[str, JSON] | Any) -> Message:
+    """Read one event (or its stored row) as a message, as `from_events` reads a list.
+
+    A tool result without `toolName` cannot borrow its call's name here; read the whole
+    list with `from_events` for that.
+
+    Raises:
+        InvalidMessage: If the event is malformed.
+    """
+    (message,) = from_events([event])
+    return message
 
 
 def _from_row(row: dict[str, JSON], where: str) -> dict[str, JSON]:

@@ -6,7 +6,7 @@ import gc
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +17,8 @@ from sessionary.errors import (
     InvalidDocument,
     InvalidInput,
     InvalidMessage,
+    MessageHasChildren,
+    MessageNotFound,
     PayloadTooLarge,
     VersionConflict,
 )
@@ -49,6 +51,7 @@ __all__ = [
     "MAX_KEY_LENGTH",
     "Prepared",
     "PreparedDocument",
+    "check_delete",
     "check_document_key",
     "check_document_ref",
     "check_document_version",
@@ -64,11 +67,13 @@ __all__ = [
     "encode_imported_state",
     "encode_json",
     "gc_paused",
+    "has_children",
     "next_state",
     "prepare_document",
     "prepare_messages",
     "scopes_from_rows",
     "state_owner",
+    "surviving_ancestor",
 ]
 
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -541,3 +546,44 @@ def check_restored_versions(
     if len({d.version for d, _ in out}) != len(out):
         raise InvalidDocument("restore_document was given the same version twice")
     return out
+
+
+def check_delete(
+    session_id: str,
+    ids: Sequence[str],
+    parents: Mapping[str, str | None],
+    children: Iterable[tuple[str, str]],
+) -> None:
+    """Check that exactly `ids` may be deleted from a session (`delete_messages`).
+
+    Args:
+        session_id: The session, for the error text.
+        ids: The messages to delete.
+        parents: The parent of each of those found in the session.
+        children: (parent, child) for every child of those found.
+
+    Raises:
+        MessageNotFound: If an id is not in the session.
+        MessageHasChildren: If a child of one is not among them.
+    """
+    for message_id in ids:
+        if message_id not in parents:
+            raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
+    for parent, child in children:
+        if child not in parents:
+            raise has_children(parent, child)
+
+
+def has_children(parent: str, child: str) -> MessageHasChildren:
+    """Return the error for a delete that would leave `child` without its `parent`."""
+    return MessageHasChildren(
+        f"message {parent!r} has a child {child!r} that is not deleted with it: "
+        f"delete both, or delete({parent!r}) to remove its whole subtree"
+    )
+
+
+def surviving_ancestor(head: str | None, parents: Mapping[str, str | None]) -> str | None:
+    """Return `head`, or if it is deleted (a key of `parents`), its nearest kept ancestor."""
+    while head is not None and head in parents:
+        head = parents[head]
+    return head

@@ -206,6 +206,7 @@ SELECT v.* FROM (VALUES {values}) AS v WHERE EXISTS (SELECT FROM moved)"""
         "CREATE TABLE IF NOT EXISTS sessionary_migrations (version INTEGER PRIMARY KEY, "
         "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
     )
+    current_schema = "current_schema()"
 
     def __init__(self, schema: str | None = None) -> None:
         self.schema = schema

@@ -467,6 +467,55 @@ touch(ARGV[1], ARGV[2], ARGV[3])
 return out
 """
 
+_DELETE_MESSAGES = r"""
+-- ARGV: now, ttl, session id, then distinct message ids. Deletes exactly those, or
+-- nothing: returns 'ok' and the ids, 'nomessage' and an id, or 'children', a parent
+-- among them and a child of it that is not.
+if not load_meta() then return {'nosession'} end
+local seqs, doomed = {}, {}
+for i = 4, #ARGV do
+  local q = seq_of(ARGV[i])
+  if not q then return {'nomessage', ARGV[i]} end
+  local p, d, _, pid = header(entry_at(q))
+  seqs[#seqs + 1] = q
+  doomed[q] = {p, d, pid, ARGV[i]}
+end
+for _, q in ipairs(seqs) do
+  for _, kid in ipairs(children(q)) do
+    if not doomed[kid] then
+      local _, _, _, _, kid_id = header(entry_at(kid))
+      return {'children', doomed[q][4], kid_id}
+    end
+  end
+end
+if #seqs == 0 then return {'ok'} end
+local run_end = M.base and (M.lin or M.next)
+local cut = nil
+for _, q in ipairs(seqs) do
+  local p, d, id = doomed[q][1], doomed[q][2], doomed[q][4]
+  redis.call('HDEL', KIDS, pad(q))
+  put_entry(q, false)
+  redis.call('HDEL', IDS, id)
+  redis.call('ZREM', ORDER, order_member(d, q))
+  if run_end and q >= M.base and q < run_end and (not cut or q < cut) then cut = q end
+  if p >= 0 and p >= M.first and not doomed[p] then remove_kid(p, q) end
+end
+-- Every child of a deleted run member is deleted too, so the run ends at the first one.
+if cut then M.lin = cut end
+if doomed[M.head] then
+  local q, qid = M.head, ''
+  while doomed[q] do q, qid = doomed[q][1], doomed[q][3] end
+  if q >= 0 and q >= M.first then M.head, M.headid = q, qid else M.head, M.headid = -1, '' end
+end
+M.count = M.count - #seqs
+flush_chunks()
+save_meta(ARGV[1])
+touch(ARGV[1], ARGV[2], ARGV[3])
+local out = {'ok'}
+for i = 4, #ARGV do out[#out + 1] = ARGV[i] end
+return out
+"""
+
 _CLEAR = r"""
 -- ARGV: now, ttl, session id. Returns how many messages were deleted.
 if not load_meta() then return -1 end
@@ -635,6 +684,7 @@ SCRIPTS: dict[str, str] = {
     "set_head": LIB + _SET_HEAD,
     "update_message": LIB + _UPDATE_MESSAGE,
     "delete_message": LIB + _DELETE_MESSAGE,
+    "delete_messages": LIB + _DELETE_MESSAGES,
     "clear": LIB + _CLEAR,
     "import": LIB + _IMPORT,
     "swap": _SWAP,

@@ -137,6 +137,8 @@ class Dialect:
     migrations: tuple[Migration, ...] = ()
     migrations_table = ""
     """DDL creating `sessionary_migrations (version, name, applied_at)` if missing."""
+    current_schema = "DATABASE()"
+    """The SQL naming the schema (database) unqualified table names resolve to."""
 
     def migration_lock(self) -> tuple[str, ...]:
         """Statements run first in the migration transaction: take the migration lock."""

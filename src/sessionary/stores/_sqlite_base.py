@@ -13,6 +13,10 @@ Read-only: `readonly=True` opens the file with SQLite's `mode=ro`, changes no se
 runs no migration, and refuses a file that is not a sessionary database at the schema
 version this code reads, so a reader (e.g. `sessionary ls`) never changes the file it is
 pointed at; any write through it fails with `StoreUnavailable`.
+
+No migration: `migrate=False` opens an existing file (`mode=rw`: a missing one is not
+created) for reading and writing, and refuses it, unchanged, unless its schema is at
+this code's version, as a reader does; the schema is applied by someone else.
 """
 
 from __future__ import annotations
@@ -32,6 +36,11 @@ from sessionary.stores._sqlite_schema import MIGRATIONS, statements
 
 __all__ = ["SQLiteBase"]
 
+_APPLY_HINT = (
+    "migrate=false leaves the schema alone: apply `sessionary schema --print` to it, "
+    "or open it once without migrate=false"
+)
+
 
 class SQLiteBase:
     """One connection to one SQLite file, shared by the threads of one store."""
@@ -44,6 +53,7 @@ class SQLiteBase:
         busy_timeout: float = 30.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         readonly: bool = False,
+        migrate: bool = True,
     ) -> None:
         if durability not in ("full", "normal"):
             raise InvalidInput(f"durability must be 'full' or 'normal', not {durability!r}")
@@ -51,9 +61,10 @@ class SQLiteBase:
         self.max_message_bytes = max_message_bytes
         self._lock = threading.RLock()
         try:
+            mode = "ro" if readonly else None if migrate else "rw"
             self._db = sqlite3.connect(
-                f"file:{quote(path)}?mode=ro" if readonly else path,
-                uri=readonly,
+                path if mode is None else f"file:{quote(path)}?mode={mode}",
+                uri=mode is not None,
                 isolation_level=None,
                 check_same_thread=False,
                 timeout=busy_timeout,
@@ -63,7 +74,10 @@ class SQLiteBase:
             raise store_error(path, exc) from exc
         try:
             if readonly:
-                self._check_schema()
+                self._check_schema("open it for writing once to migrate it")
+            elif not migrate:
+                self._check_schema(_APPLY_HINT)
+                self._configure(durability)
             else:
                 self._configure(durability)
                 self._migrate()
@@ -113,14 +127,17 @@ class SQLiteBase:
                     (version, name, now_us()),
                 )
 
-    def _check_schema(self) -> None:
-        """Refuse, changing nothing, a file that is not at the schema version this code reads."""
+    def _check_schema(self, hint: str) -> None:
+        """Refuse, changing nothing, a file that is not at the schema version this code reads.
+
+        `hint` says how to bring an older file up to date.
+        """
         with self._read() as db:
             table = db.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
             ).fetchone()
             if table is None:
-                raise SchemaError(f"{self.path} is not a sessionary database")
+                raise SchemaError(f"{self.path} is not a sessionary database ({hint})")
             (current,) = db.execute(
                 "SELECT coalesce(max(version), 0) FROM schema_migrations"
             ).fetchone()
@@ -128,7 +145,7 @@ class SQLiteBase:
         if current != latest:
             raise SchemaError(
                 f"{self.path} has schema version {current} and this sessionary reads version "
-                f"{latest}; open it for writing once to migrate it"
+                f"{latest}; {hint}"
                 if current < latest
                 else f"{self.path} has schema version {current}, newer than this sessionary "
                 f"understands ({latest}); upgrade sessionary"

@@ -31,6 +31,7 @@ STORE_METHODS = (
     "append",
     "update_message",
     "delete_message",
+    "delete_messages",
     "clear_messages",
     "get_message",
     "get_path",

@@ -45,6 +45,7 @@ from sessionary.records import (
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
+    check_delete,
     check_label,
     check_limit,
     check_restore,
@@ -58,6 +59,7 @@ from sessionary.stores._common import (
     prepare_messages,
     scopes_from_rows,
     state_owner,
+    surviving_ancestor,
 )
 from sessionary.stores._memory_documents import MemoryDocuments
 from sessionary.stores._textmatch import match_text
@@ -292,6 +294,26 @@ class MemoryEngine(MemoryDocuments):
                 del sess.nodes[mid]
             sess.info.updated_at = datetime.now(UTC)
             return doomed
+
+    def delete_messages(
+        self, scope: Scope, session_id: str, message_ids: Sequence[str]
+    ) -> list[str]:
+        with self._lock:
+            sess = self._session(scope, session_id)
+            found = [sess.nodes[m] for m in message_ids if m in sess.nodes]
+            parents = {node.id: node.parent for node in found}
+            children = [(node.id, child) for node in found for child in node.children]
+            check_delete(session_id, message_ids, parents, children)
+            if not message_ids:
+                return []
+            sess.head = surviving_ancestor(sess.head, parents)
+            for node in found:
+                if node.parent is not None and node.parent not in parents:
+                    sess.nodes[node.parent].children.remove(node.id)
+            for node in found:
+                del sess.nodes[node.id]
+            sess.info.updated_at = datetime.now(UTC)
+            return list(message_ids)
 
     def _subtree(self, sess: _Session, root: str) -> Iterator[str]:
         stack = [root]

@@ -69,6 +69,7 @@ from sessionary.stores._common import (
     encode_imported_state,
     encode_json,
     gc_paused,
+    has_children,
     next_state,
     prepare_messages,
     scopes_from_rows,
@@ -321,6 +322,16 @@ class AsyncRedisStore(AsyncRedisDocuments):
         keys = self._keys(scope).session(session_id)
         result = await self._session_script("delete_message", keys, message_id)
         _check_status(result[0], session_id, message_id)
+        return list(result[1:])
+
+    async def delete_messages(
+        self, scope: Scope, session_id: str, message_ids: Sequence[str]
+    ) -> list[str]:
+        keys = self._keys(scope).session(session_id)
+        result = await self._session_script("delete_messages", keys, *message_ids)
+        if result[0] == "children":
+            raise has_children(result[1], result[2])
+        _check_status(result[0], session_id, result[1] if len(result) > 1 else None)
         return list(result[1:])
 
     async def clear_messages(self, scope: Scope, session_id: str) -> int:

@@ -17,7 +17,9 @@ options: `namespace=NAME` (the first part of every key, default `sessionary`),
 `max_message_bytes=N`. Every server store (PostgreSQL, MySQL, Redis) takes
 `connect_timeout=SECONDS` (connecting: TCP, greeting, login; default 10) and
 `timeout=SECONDS` (each request, lock waits included; default 60); running out of
-either raises `StoreUnavailable`. Every value is range-checked (`InvalidURL`).
+either raises `StoreUnavailable`. SQLite and both SQL servers take `migrate=false`: check
+the schema's version instead of creating or upgrading it (`SchemaError` if it is missing
+or old). Every value is range-checked (`InvalidURL`).
 `sessionary.stores.urls` parses URLs without opening anything.
 
 A server store's asyncio driver is bound to one event loop, so the async store runs on
@@ -69,8 +71,8 @@ def open_async_store(url: str) -> AsyncStore:
 def _open_server(parsed: StoreURL) -> AsyncStore:
     """Open a PostgreSQL or MySQL store; its driver is imported here, not before."""
     options: dict[str, Any] = dict(parsed.options)
-    limit = options.pop("max_message_bytes", None)
-    sizes = {} if limit is None else {"max_message_bytes": limit}
+    # The store's own options; the rest are the driver's.
+    sizes = {k: options.pop(k) for k in ("max_message_bytes", "migrate") if k in options}
     if parsed.scheme == "postgresql":
         require("psycopg", "psycopg_pool", extra="postgres", what="the postgresql backend")
         from sessionary.stores._postgres_sql import PostgresDialect

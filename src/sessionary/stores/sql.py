@@ -17,7 +17,11 @@ single statements wherever consistency depends on it (a path), so they never mix
 moments under READ COMMITTED.
 
 The schema is migrated on first use, in one transaction under a lock where the server
-allows (see each dialect), and recorded in `sessionary_migrations`.
+allows (see each dialect), and recorded in `sessionary_migrations`. With `migrate=False`
+(the URL's `migrate=false`) nothing is created or changed: the first use only checks
+that the schema is there at this code's version, so a database role with no right to
+create tables can run the store once the schema was applied by hand
+(`sessionary schema --print`).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from sessionary.stores import _sql_common as shared
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
+    check_delete,
     check_label,
     check_limit,
     check_session_fields,
@@ -64,6 +69,7 @@ from sessionary.stores._common import (
     encode_json,
     prepare_messages,
     scopes_from_rows,
+    surviving_ancestor,
 )
 from sessionary.stores._rows import (
     FOREVER,
@@ -130,6 +136,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         driver: The connection pool (e.g. `AsyncPostgresDriver`).
         dialect: The server's SQL (e.g. `PostgresDialect`).
         max_message_bytes: The largest encoded message (and state or document) accepted.
+        migrate: Create or upgrade the schema on first use; False only checks its version.
     """
 
     capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
@@ -140,10 +147,12 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         dialect: Dialect,
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        migrate: bool = True,
     ) -> None:
         self.max_message_bytes = max_message_bytes
         self._driver = driver
         self._dialect = dialect
+        self._setup = self._migrate if migrate else self._check_schema
         self._ready = False
         self._unindexed = _INDEX_EVERY
         """Messages appended since this store last caught the search index up. It starts
@@ -169,7 +178,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
     @asynccontextmanager
     async def _begin(self, batched: bool = False) -> AsyncIterator[AsyncTransaction]:
         if not self._ready:
-            await self._driver.start(self._migrate)
+            await self._driver.start(self._setup)
             self._ready = True
         async with self._driver.transaction(batched) as tx:
             yield tx
@@ -199,6 +208,32 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
                         "INSERT INTO sessionary_migrations (version, name) VALUES (%s, %s)",
                         (version, name),
                     )
+
+    async def _check_schema(self, tx: AsyncTransaction) -> None:
+        """Refuse, changing nothing, a schema that is missing or not at this code's version."""
+        dialect = self._dialect
+        found = await tx.fetchone(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+            f"{dialect.current_schema} AND table_name = 'sessionary_migrations'"
+        )
+        latest = dialect.migrations[-1][0]
+        current = 0
+        if found is not None and found[0]:
+            row = await tx.fetchone("SELECT coalesce(max(version), 0) FROM sessionary_migrations")
+            current = row[0] if row is not None else 0
+        if current == latest:
+            return
+        hint = (
+            "migrate=false leaves the schema alone: apply `sessionary schema --print` with a "
+            "role that may create tables, or open it once without migrate=false"
+        )
+        if current > latest:
+            hint = "upgrade sessionary"
+        state = f"is at version {current}" if current else "has no sessionary tables"
+        raise SchemaError(
+            f"the {dialect.name} schema {state}, and this sessionary needs version {latest}; "
+            + hint
+        )
 
     # ------------------------------------------------------------------ sessions
 
@@ -364,7 +399,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         if not dialect.appends_alone:
             return None
         if not self._ready:
-            await self._driver.start(self._migrate)
+            await self._driver.start(self._setup)
             self._ready = True
         key = (scope.tenant, scope.user, session_id)
         seen = self._heads.get(key)
@@ -491,13 +526,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
             if root is None:
                 raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
             doomed = [r[0] for r in await tx.fetchall(shared.SUBTREE_SQL, (pk, message_id, pk))]
-            for start in range(0, len(doomed), CHUNK):
-                chunk = doomed[start : start + CHUNK]
-                await tx.execute(
-                    "DELETE FROM messages WHERE session_pk = %s "
-                    f"AND id IN ({', '.join(['%s'] * len(chunk))})",
-                    (pk, *chunk),
-                )
+            await self._delete_rows(tx, pk, doomed)
             if head_id in doomed:
                 await self._set_head_row(tx, pk, root[0], root[1] - 1)
             await tx.execute(
@@ -506,6 +535,51 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
                 (len(doomed), now_us(), pk),
             )
             return doomed
+
+    async def delete_messages(
+        self, scope: Scope, session_id: str, message_ids: Sequence[str]
+    ) -> list[str]:
+        async with self._begin() as tx:
+            pk, head_id, _ = await self._lock(tx, scope, session_id)
+            parents: dict[str, str | None] = {}
+            children: list[tuple[str, str]] = []
+            for start in range(0, len(message_ids), CHUNK):
+                chunk = message_ids[start : start + CHUNK]
+                marks = ", ".join(["%s"] * len(chunk))
+                for row in await tx.fetchall(
+                    f"SELECT id, parent_id FROM messages WHERE session_pk = %s AND id IN ({marks})",
+                    (pk, *chunk),
+                ):
+                    parents[row[0]] = row[1]
+                children += await tx.fetchall(
+                    "SELECT parent_id, id FROM messages WHERE session_pk = %s "
+                    f"AND parent_id IN ({marks})",
+                    (pk, *chunk),
+                )
+            check_delete(session_id, message_ids, parents, children)
+            await self._delete_rows(tx, pk, message_ids)
+            if head_id in parents:
+                kept = surviving_ancestor(head_id, parents)
+                depth = await tx.fetchone(
+                    "SELECT depth FROM messages WHERE session_pk = %s AND id = %s", (pk, kept)
+                )
+                await self._set_head_row(tx, pk, kept, -1 if depth is None else int(depth[0]))
+            if message_ids:
+                await tx.execute(
+                    "UPDATE sessions SET message_count = message_count - %s, updated_us = %s "
+                    "WHERE pk = %s",
+                    (len(message_ids), now_us(), pk),
+                )
+            return list(message_ids)
+
+    async def _delete_rows(self, tx: AsyncTransaction, pk: int, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            await tx.execute(
+                "DELETE FROM messages WHERE session_pk = %s "
+                f"AND id IN ({', '.join(['%s'] * len(chunk))})",
+                (pk, *chunk),
+            )
 
     async def clear_messages(self, scope: Scope, session_id: str) -> int:
         async with self._begin() as tx:

@@ -38,9 +38,11 @@ from sessionary.records import (
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
+    check_delete,
     check_limit,
     encode_imported_state,
     prepare_messages,
+    surviving_ancestor,
 )
 from sessionary.stores._rows import FOREVER, first, now_us, stored_copy
 from sessionary.stores._sqlite_documents import SQLiteDocuments
@@ -87,6 +89,15 @@ def _insert_row(
     return (*row, item.created_us, item.body, item.text)
 
 
+def _delete_rows(db: sqlite3.Connection, seqs: Sequence[int]) -> None:
+    """Delete messages by seq, with their rows of the search index."""
+    for start in range(0, len(seqs), 500):
+        chunk = seqs[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        unindex_where(db, f"seq IN ({marks})", chunk)
+        db.execute(f"DELETE FROM messages WHERE seq IN ({marks})", chunk)
+
+
 class SQLiteEngine(SQLiteDocuments):
     """Stores sessions in one SQLite file through the standard library's sqlite3."""
 
@@ -101,6 +112,7 @@ class SQLiteEngine(SQLiteDocuments):
         busy_timeout: float = 30.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         readonly: bool = False,
+        migrate: bool = True,
     ) -> None:
         """Open (creating and migrating if needed) the file at `path`; see `SQLiteBase`."""
         super().__init__(
@@ -109,6 +121,7 @@ class SQLiteEngine(SQLiteDocuments):
             busy_timeout=busy_timeout,
             max_message_bytes=max_message_bytes,
             readonly=readonly,
+            migrate=migrate,
         )
         # The heads this engine last committed, by (tenant, user, session id): a hint that
         # saves a read per append, checked by the statement that relies on it.
@@ -330,11 +343,7 @@ class SQLiteEngine(SQLiteDocuments):
                 (root[0], root[2], pk),
             ).fetchall()
             seqs = [r[0] for r in doomed]
-            for start in range(0, len(seqs), 500):
-                chunk = seqs[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                unindex_where(db, f"seq IN ({marks})", chunk)
-                db.execute(f"DELETE FROM messages WHERE seq IN ({marks})", chunk)
+            _delete_rows(db, seqs)
             head = state[1:4]
             if head[0] in set(seqs):
                 parent_id = None
@@ -346,6 +355,48 @@ class SQLiteEngine(SQLiteDocuments):
             lower_watermark(db)
             self._place_head(db, pk, head, state[4] - len(seqs), now_us())
             return [r[1] for r in doomed]
+
+    def delete_messages(
+        self, scope: Scope, session_id: str, message_ids: Sequence[str]
+    ) -> list[str]:
+        with self._write() as db:
+            state = self._state(db, scope, session_id)
+            pk = state[0]
+            found: list[Any] = []  # (seq, id, parent id)
+            children: list[tuple[str, str]] = []
+            for start in range(0, len(message_ids), 500):
+                chunk = message_ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    "SELECT seq, id, parent_id FROM messages "
+                    f"WHERE session_pk = ? AND id IN ({marks})",
+                    (pk, *chunk),
+                ).fetchall()
+                found += rows
+                if not rows:
+                    continue
+                children += db.execute(
+                    "SELECT p.id, c.id FROM messages AS p JOIN messages AS c "
+                    "ON c.session_pk = p.session_pk AND c.depth = p.depth + 1 "
+                    f"AND c.parent_seq = p.seq WHERE p.seq IN ({','.join('?' * len(rows))})",
+                    [r[0] for r in rows],
+                ).fetchall()
+            parents = {r[1]: r[2] for r in found}
+            check_delete(session_id, message_ids, parents, children)
+            seqs = [r[0] for r in found]
+            _delete_rows(db, seqs)
+            head: Sequence[Any] = state[1:4]
+            if head[2] in parents:
+                kept = surviving_ancestor(head[2], parents)
+                row = db.execute(
+                    "SELECT seq, depth, id FROM messages WHERE session_pk = ? AND id = ?",
+                    (pk, kept),
+                ).fetchone()
+                head = row if row is not None else (None, -1, None)
+            if seqs:
+                lower_watermark(db)
+                self._place_head(db, pk, head, state[4] - len(seqs), now_us())
+            return list(message_ids)
 
     def clear_messages(self, scope: Scope, session_id: str) -> int:
         with self._write() as db:

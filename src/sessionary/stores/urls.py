@@ -2,7 +2,9 @@
 
 Server URLs keep everything but their query string as the location (credentials, host,
 port, database); the query string holds sessionary's options, and an unknown option is
-an error rather than something silently passed on.
+an error rather than something silently passed on. `migrate=false` (SQLite, PostgreSQL,
+MySQL) opens without creating or upgrading the schema, only checking its version, for a
+database role without schema rights (`sessionary schema --print` gives the DDL).
 """
 
 from __future__ import annotations
@@ -95,16 +97,32 @@ class _Option:
     problem: Callable[[Any], str | None]
 
 
+def boolean(text: str) -> bool:
+    """Read an option's `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`)."""
+    value = {"true": True, "1": True, "yes": True, "on": True}.get(text.lower())
+    value = {"false": False, "0": False, "no": False, "off": False}.get(text.lower(), value)
+    if value is None:
+        raise ValueError(text)
+    return value
+
+
+def _any(value: object) -> str | None:
+    del value
+    return None
+
+
+_FLAG = _Option(boolean, _any)
 _SECONDS = _Option(float, seconds_problem)
 _COUNT = _Option(int, _positive)
 _TIMEOUTS = {"connect_timeout": _SECONDS, "timeout": _SECONDS}
-_SERVER = {"pool_size": _COUNT, "max_message_bytes": _COUNT, **_TIMEOUTS}
+_SERVER = {"pool_size": _COUNT, "max_message_bytes": _COUNT, "migrate": _FLAG, **_TIMEOUTS}
 _OPTIONS: dict[str, dict[str, _Option]] = {
     "memory": {"max_message_bytes": _COUNT},
     "sqlite": {
         "durability": _Option(str, _durability),
         "busy_timeout": _SECONDS,
         "max_message_bytes": _COUNT,
+        "migrate": _FLAG,
     },
     "postgresql": {**_SERVER, "schema": _Option(str, _identifier)},
     "mysql": _SERVER,

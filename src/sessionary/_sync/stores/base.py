@@ -6,6 +6,36 @@ Everything above a store (sessions, the manager, the CLI) is written once agains
 protocol. Every method takes the caller's `Scope` first and never touches data outside
 it. A backend that lacks a capability leaves its name out of `capabilities` and raises
 `Unsupported` from the methods that need it.
+
+A store of your own is a supported extension point: any object with these methods and
+attributes plugs in with ``SessionManager(my_store)`` (or, for a synchronous store
+implementing `sessionary.Store`, the same protocol without `async`,
+``SessionManager(my_store)``); the manager never closes a store it was given.
+
+- **Required** (the core): the attributes `capabilities` and `max_message_bytes`;
+  sessions (`create_session`, `get_session`, `list_sessions`, `update_session`,
+  `delete_session`); messages (`append`, `update_message`, `delete_message`,
+  `delete_messages`, `clear_messages`, `get_message`, `get_path`, `get_children`,
+  `get_path_length`, `set_head`, `page_messages`); state (`get_state`, `update_state`,
+  `restore_state`); copying (`import_session`, `list_scopes`); and `close`.
+- **Capability ``search``**: `search`.
+- **Capability ``documents``**: `put_document`, `get_document`, `list_documents`,
+  `document_versions`, `delete_document`, `restore_document`; with
+  **``document_search``** also `search_documents`.
+
+A store without a capability still answers its methods, with `Unsupported`:
+`sessionary.stores.minimal` has mixins (`NoSearch`, `NoDocuments`) that do it.
+
+Above the store, sessionary checks ids (`sessionary.ids.check_id`), parents, roles,
+limits, patches and queries, and never passes a compaction summary as a message. The
+store checks the rest and does each write atomically: every message with
+`sessionary.model.check_message`, and its encoded body (`sessionary.model.encode_body`)
+against `max_message_bytes` (`PayloadTooLarge`); missing sessions and messages
+(`SessionNotFound`, `MessageNotFound`); a taken session id (`AlreadyExists`); a moved
+head (`HeadConflict`) and a stale state version (`VersionConflict`). An error changes
+nothing. The in-memory engine (`sessionary.stores.memory`) is the reference behaviour,
+and `tests/conformance/` is the specification: `test_custom_store.py` there runs it
+against a store written outside the library.
 """
 
 from __future__ import annotations
@@ -43,7 +73,10 @@ DOCUMENT_SEARCH = "document_search"
 
 
 class Store(Protocol):
-    """What a backend implements; see the conformance suite for the exact behaviour."""
+    """What a backend implements; see the module's text for what is required.
+
+    The conformance suite (`tests/conformance/`) fixes the exact behaviour.
+    """
 
     capabilities: frozenset[str]
     max_message_bytes: int
@@ -87,6 +120,18 @@ class Store(Protocol):
 
     def delete_message(self, scope: Scope, session_id: str, message_id: str) -> list[str]:
         """Delete a message and its descendants; return the deleted ids."""
+        ...
+
+    def delete_messages(
+        self, scope: Scope, session_id: str, message_ids: Sequence[str]
+    ) -> list[str]:
+        """Delete exactly these messages (distinct ids), atomically; return their ids.
+
+        Every child of each must be among them, so no message is left without its parent:
+        otherwise raise `MessageHasChildren`; an id not in the session raises
+        `MessageNotFound`; either way nothing is deleted. A head among them moves to its
+        nearest ancestor that stays (none: the session's head becomes None).
+        """
         ...
 
     def clear_messages(self, scope: Scope, session_id: str) -> int:

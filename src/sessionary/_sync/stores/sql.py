@@ -19,7 +19,11 @@ single statements wherever consistency depends on it (a path), so they never mix
 moments under READ COMMITTED.
 
 The schema is migrated on first use, in one transaction under a lock where the server
-allows (see each dialect), and recorded in `sessionary_migrations`.
+allows (see each dialect), and recorded in `sessionary_migrations`. With `migrate=False`
+(the URL's `migrate=false`) nothing is created or changed: the first use only checks
+that the schema is there at this code's version, so a database role with no right to
+create tables can run the store once the schema was applied by hand
+(`sessionary schema --print`).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from sessionary.stores import _sql_common as shared
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
+    check_delete,
     check_label,
     check_limit,
     check_session_fields,
@@ -70,6 +75,7 @@ from sessionary.stores._common import (
     encode_json,
     prepare_messages,
     scopes_from_rows,
+    surviving_ancestor,
 )
 from sessionary.stores._rows import (
     FOREVER,
@@ -132,6 +138,7 @@ class SQLStore(SQLState, SQLDocuments):
         driver: The connection pool (e.g. `PostgresDriver`).
         dialect: The server's SQL (e.g. `PostgresDialect`).
         max_message_bytes: The largest encoded message (and state or document) accepted.
+        migrate: Create or upgrade the schema on first use; False only checks its version.
     """
 
     capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
@@ -142,10 +149,12 @@ class SQLStore(SQLState, SQLDocuments):
         dialect: Dialect,
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        migrate: bool = True,
     ) -> None:
         self.max_message_bytes = max_message_bytes
         self._driver = driver
         self._dialect = dialect
+        self._setup = self._migrate if migrate else self._check_schema
         self._ready = False
         self._unindexed = _INDEX_EVERY
         """Messages appended since this store last caught the search index up. It starts
@@ -171,7 +180,7 @@ class SQLStore(SQLState, SQLDocuments):
     @contextmanager
     def _begin(self, batched: bool = False) -> Iterator[Transaction]:
         if not self._ready:
-            self._driver.start(self._migrate)
+            self._driver.start(self._setup)
             self._ready = True
         with self._driver.transaction(batched) as tx:
             yield tx
@@ -201,6 +210,32 @@ class SQLStore(SQLState, SQLDocuments):
                         "INSERT INTO sessionary_migrations (version, name) VALUES (%s, %s)",
                         (version, name),
                     )
+
+    def _check_schema(self, tx: Transaction) -> None:
+        """Refuse, changing nothing, a schema that is missing or not at this code's version."""
+        dialect = self._dialect
+        found = tx.fetchone(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+            f"{dialect.current_schema} AND table_name = 'sessionary_migrations'"
+        )
+        latest = dialect.migrations[-1][0]
+        current = 0
+        if found is not None and found[0]:
+            row = tx.fetchone("SELECT coalesce(max(version), 0) FROM sessionary_migrations")
+            current = row[0] if row is not None else 0
+        if current == latest:
+            return
+        hint = (
+            "migrate=false leaves the schema alone: apply `sessionary schema --print` with a "
+            "role that may create tables, or open it once without migrate=false"
+        )
+        if current > latest:
+            hint = "upgrade sessionary"
+        state = f"is at version {current}" if current else "has no sessionary tables"
+        raise SchemaError(
+            f"the {dialect.name} schema {state}, and this sessionary needs version {latest}; "
+            + hint
+        )
 
     # ------------------------------------------------------------------ sessions
 
@@ -360,7 +395,7 @@ class SQLStore(SQLState, SQLDocuments):
         if not dialect.appends_alone:
             return None
         if not self._ready:
-            self._driver.start(self._migrate)
+            self._driver.start(self._setup)
             self._ready = True
         key = (scope.tenant, scope.user, session_id)
         seen = self._heads.get(key)
@@ -487,13 +522,7 @@ class SQLStore(SQLState, SQLDocuments):
             if root is None:
                 raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
             doomed = [r[0] for r in tx.fetchall(shared.SUBTREE_SQL, (pk, message_id, pk))]
-            for start in range(0, len(doomed), CHUNK):
-                chunk = doomed[start : start + CHUNK]
-                tx.execute(
-                    "DELETE FROM messages WHERE session_pk = %s "
-                    f"AND id IN ({', '.join(['%s'] * len(chunk))})",
-                    (pk, *chunk),
-                )
+            self._delete_rows(tx, pk, doomed)
             if head_id in doomed:
                 self._set_head_row(tx, pk, root[0], root[1] - 1)
             tx.execute(
@@ -502,6 +531,51 @@ class SQLStore(SQLState, SQLDocuments):
                 (len(doomed), now_us(), pk),
             )
             return doomed
+
+    def delete_messages(
+        self, scope: Scope, session_id: str, message_ids: Sequence[str]
+    ) -> list[str]:
+        with self._begin() as tx:
+            pk, head_id, _ = self._lock(tx, scope, session_id)
+            parents: dict[str, str | None] = {}
+            children: list[tuple[str, str]] = []
+            for start in range(0, len(message_ids), CHUNK):
+                chunk = message_ids[start : start + CHUNK]
+                marks = ", ".join(["%s"] * len(chunk))
+                for row in tx.fetchall(
+                    f"SELECT id, parent_id FROM messages WHERE session_pk = %s AND id IN ({marks})",
+                    (pk, *chunk),
+                ):
+                    parents[row[0]] = row[1]
+                children += tx.fetchall(
+                    "SELECT parent_id, id FROM messages WHERE session_pk = %s "
+                    f"AND parent_id IN ({marks})",
+                    (pk, *chunk),
+                )
+            check_delete(session_id, message_ids, parents, children)
+            self._delete_rows(tx, pk, message_ids)
+            if head_id in parents:
+                kept = surviving_ancestor(head_id, parents)
+                depth = tx.fetchone(
+                    "SELECT depth FROM messages WHERE session_pk = %s AND id = %s", (pk, kept)
+                )
+                self._set_head_row(tx, pk, kept, -1 if depth is None else int(depth[0]))
+            if message_ids:
+                tx.execute(
+                    "UPDATE sessions SET message_count = message_count - %s, updated_us = %s "
+                    "WHERE pk = %s",
+                    (len(message_ids), now_us(), pk),
+                )
+            return list(message_ids)
+
+    def _delete_rows(self, tx: Transaction, pk: int, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            tx.execute(
+                "DELETE FROM messages WHERE session_pk = %s "
+                f"AND id IN ({', '.join(['%s'] * len(chunk))})",
+                (pk, *chunk),
+            )
 
     def clear_messages(self, scope: Scope, session_id: str) -> int:
         with self._begin() as tx:

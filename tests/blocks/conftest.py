@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ from sessionary.stores.base import DOCUMENTS
 # Lets the test modules import the shared custom providers as `custom_providers`.
 sys.path.insert(0, str(Path(__file__).parent))
 
-OpenScope = Callable[..., sessionary.SessionManager]
+from _open_scope import OpenScope
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import OpenScope
+from _open_scope import OpenScope
 from custom_providers import Withheld
 
 import sessionary

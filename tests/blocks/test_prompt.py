@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import OpenScope
+from _open_scope import OpenScope
 
 import sessionary
 from sessionary import SessionConfig, Unsupported

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import OpenScope
+from _open_scope import OpenScope
 from custom_providers import Library, Notes
 from pydantic import TypeAdapter
 

@@ -307,3 +307,27 @@ async def test_mysql_an_append_cancelled_in_a_search_catch_up_ends_cancelled(
             assert [hit.message_id for hit in await manager.search("pelican")] == [queued.id]
     finally:
         blocker.close()
+
+
+@pytest.mark.mysql
+@pytest.mark.parametrize("lock", ["index", "migrations"])
+def test_mysql_named_locks_are_private_to_a_database(
+    mysql_url: str, mysql_admin: Any, lock: str
+) -> None:
+    """`GET_LOCK` names are server-wide: two databases' stores must not wait for each other."""
+    dialect = _mysql_sql.MySQLDialect()
+    take = dialect.index_lock if lock == "index" else dialect.migration_lock()[1]
+    take = take.replace("%s", "0").replace(", 60)", ", 0)")
+    ours = mysql_url.rsplit("/", 1)[1].split("?")[0]
+    holder, same, other = mysql_admin(ours), mysql_admin(ours), mysql_admin(None)
+    try:
+        with holder.cursor() as a, same.cursor() as b, other.cursor() as c:
+            a.execute(take)
+            assert a.fetchone() == (1,)
+            b.execute(take)
+            assert b.fetchone() == (0,), "the same database's lock must be shared"
+            c.execute(take)
+            assert c.fetchone() == (1,), "another database's lock must be another lock"
+    finally:
+        for conn in (holder, same, other):
+            conn.close()

@@ -4,8 +4,8 @@ Tables are InnoDB, `utf8mb4` with the binary collation `utf8mb4_bin` (ids compar
 byte for byte, as everywhere else).
 
 Migrations: MySQL commits DDL implicitly, so a migration cannot be one transaction.
-Instead every migration runs under the named lock `GET_LOCK('sessionary migrations')`
-(one migrating client at a time) and every statement is idempotent (`CREATE TABLE IF NOT
+Instead every migration runs under a named lock (`GET_LOCK`, one per database: one
+migrating client at a time) and every statement is idempotent (`CREATE TABLE IF NOT
 EXISTS`), so a migration interrupted half-way is simply completed by the next client.
 
 Search: InnoDB's FULLTEXT parser ignores words shorter than `innodb_ft_min_token_size`
@@ -196,6 +196,16 @@ _V3: tuple[str, ...] = (
 )
 
 
+def _lock_name(purpose: str) -> str:
+    """The SQL of a named lock's name for `purpose`, private to the connection's database.
+
+    `GET_LOCK` names are global to the server, so a bare name would make stores in
+    separate databases wait for each other. The database's name is hashed to keep the
+    lock name within the server's 64 characters.
+    """
+    return f"CONCAT('sessionary {purpose} ', SHA1(COALESCE(DATABASE(), '')))"
+
+
 class MySQLDialect(Dialect):
     """MySQL 8 or MariaDB 10.6 or later (recursive CTEs, InnoDB FULLTEXT)."""
 
@@ -207,8 +217,8 @@ class MySQLDialect(Dialect):
     )
     appends_alone = True
     pending_sql = "SELECT seq, n FROM search_pending ORDER BY seq LIMIT 500"
-    index_lock = "SELECT GET_LOCK('sessionary search index', %s)"
-    index_unlock = "SELECT RELEASE_LOCK('sessionary search index')"
+    index_lock = f"SELECT GET_LOCK({_lock_name('index')}, %s)"
+    index_unlock = f"SELECT RELEASE_LOCK({_lock_name('index')})"
     share_lock = " LOCK IN SHARE MODE"
     """Understood by MySQL 8 and MariaDB alike (MariaDB has no `FOR SHARE`)."""
 
@@ -290,11 +300,11 @@ COMMIT"""
         Notes ("table already exists" from an idempotent `IF NOT EXISTS`) are silenced
         on this connection, which only migrates.
         """
-        return ("SET SESSION sql_notes = 0", "SELECT GET_LOCK('sessionary migrations', 60)")
+        return ("SET SESSION sql_notes = 0", f"SELECT GET_LOCK({_lock_name('migrations')}, 60)")
 
     def migration_unlock(self) -> tuple[str, ...]:
         """Release the named migration lock."""
-        return ("SELECT RELEASE_LOCK('sessionary migrations')",)
+        return (f"SELECT RELEASE_LOCK({_lock_name('migrations')})",)
 
     def insert_ignore(self, table: str, columns: Sequence[str]) -> str:
         """An INSERT of one row that does nothing if the row's key is taken.

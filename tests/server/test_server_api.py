@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -157,7 +158,14 @@ async def test_openapi_docs_viewer_and_health(served: Served) -> None:
         schema = (await c.get("/openapi.json")).json()
         assert "/v1/sessions/{session_id}/messages" in schema["paths"]
         assert "ErrorOut" in schema["components"]["schemas"]
-        assert "swagger" in (await c.get("/docs")).text.lower()
+        for page_url in ("/docs", "/redoc"):
+            docs = (await c.get(page_url)).text
+            assert "openapi.json" in docs and "cdn" not in docs.lower()
+            scripts = re.findall(r'src="([^"]+\.js)"', docs)
+            assert scripts, docs
+            for script in scripts:  # served by the app itself: the page works offline
+                asset = await c.get(script)
+                assert asset.status_code == 200 and len(asset.content) > 100_000
         assert (await c.get("/healthz")).json() == {"status": "ok"}
         assert (await c.get("/")).status_code == 307
         page = await c.get("/ui/")

@@ -165,3 +165,18 @@ def test_viewer_shows_tree_memory_state_and_search(served: Any, browser: Any) ->
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".hit mark")))
     marks = find(By.CSS_SELECTOR, ".hit mark")
     assert all(mark.text.lower() == "decimal" for mark in marks)
+
+
+def test_api_docs_render_without_network(served: Any, browser: Any) -> None:
+    """Swagger UI draws every route from files the app serves (no CDN is reachable here)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base = served[0]
+    browser.get(base + "/docs")
+    WebDriverWait(browser, WAIT).until(
+        ec.presence_of_element_located((By.CSS_SELECTOR, ".opblock"))
+    )
+    paths = {el.text for el in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+    assert "/v1/sessions/{session_id}/messages" in {p.replace("\u200b", "") for p in paths}

@@ -8,7 +8,8 @@ app = create_app("sqlite:///dev.db", auth=False)        # one open scope, for lo
 ```
 
 Serve it with any ASGI server (``uvicorn.run(app)``; `sessionary.server.commands.serve`
-does that). Routes live under ``/v1``; ``/docs`` is the interactive documentation,
+does that). Routes live under ``/v1``; ``/docs`` and ``/redoc`` are the interactive
+documentation (their scripts are served from the wheel, not a CDN, so they work offline),
 ``/openapi.json`` the schema, ``/ui/`` the viewer and ``/healthz`` a liveness probe.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi_offline import FastAPIOffline
 from starlette.responses import JSONResponse, RedirectResponse
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -159,7 +161,8 @@ def create_app(
             if owned:
                 await opened.close()
 
-    app = FastAPI(
+    # The docs pages load Swagger UI and ReDoc from files in the wheel: they work offline.
+    app = FastAPIOffline(
         title="sessionary",
         summary="Durable, branching, searchable sessions and working memory for LLM agents.",
         version=_version(),

@@ -55,6 +55,9 @@ def test_every_command_has_help() -> None:
 def test_no_auth_is_refused_off_loopback(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--db", "memory://", "serve", "--host", "0.0.0.0", "--no-auth"]) == 1
     assert "loopback" in capsys.readouterr().err
+    argv = ["--db", "memory://", "mcp", "--transport", "http", "--host", "0.0.0.0", "--no-auth"]
+    assert main(argv) == 1
+    assert "loopback" in capsys.readouterr().err
 
 
 async def test_mcp_over_stdio(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,7 +12,8 @@ from mcp.client import Client
 from sessionary import AsyncSessionManager, Message
 from sessionary.records import Scope
 from sessionary.server.commands import mcp_config
-from sessionary.server.mcp import SESSION_ARGUMENT, create_mcp_server
+from sessionary.server.keys import Keyring
+from sessionary.server.mcp import SESSION_ARGUMENT, create_mcp_server, mcp_http_app
 from sessionary.stores.base import AsyncStore
 
 ADA = Scope("acme", "ada")
@@ -84,3 +86,46 @@ async def test_streamable_http_transport(store: AsyncStore) -> None:
         assert "set_context" in names and "session_search" in names
         found = await client.call_tool("session_history", {"session_id": "chat-1"})
         assert "Fridays" in found.content[0].text
+
+
+async def test_http_transport_asks_for_an_api_key_and_acts_in_its_scope(
+    store: AsyncStore,
+) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    keyring = Keyring(store)
+    _, ada = await keyring.create("acme", "ada", "ada's agent")
+    _, eve = await keyring.create("other", "eve", "eve's agent")
+    server = create_mcp_server(store, ADA, config=mcp_config())
+    app = mcp_http_app(server, host="127.0.0.1", keyring=keyring)
+
+    @contextlib.asynccontextmanager
+    async def client(base: str, token: str) -> AsyncIterator[Client]:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            Client(streamable_http_client(f"{base}/mcp", http_client=http)) as c,
+        ):
+            yield c
+
+    async with uvicorn_serving(app) as base:
+        for token in (None, "sess_nope.wrong"):
+            async with httpx2.AsyncClient() as raw:
+                headers = {"Authorization": f"Bearer {token}"} if token else {}
+                answer = await raw.post(f"{base}/mcp", json={}, headers=headers)
+            assert answer.status_code == 401
+        async with client(base, ada) as mine:
+            found = await mine.call_tool("session_search", {"query": "Fridays"})
+            assert "Fridays" in found.content[0].text
+        async with client(base, eve) as theirs:  # another tenant's key: another scope
+            found = await theirs.call_tool("session_search", {"query": "Fridays"})
+            assert found.content[0].text == "No results found."
+            history = await theirs.call_tool("session_history", {"session_id": "chat-1"})
+            assert history.is_error
+        await keyring.revoke((await keyring.list("acme"))[0].id)
+        async with httpx2.AsyncClient() as raw:
+            answer = await raw.post(
+                f"{base}/mcp", json={}, headers={"Authorization": f"Bearer {ada}"}
+            )
+        assert answer.status_code == 401

@@ -74,6 +74,11 @@ def serve_command(env: Env, host: str, port: int, no_auth: bool, cors: tuple[str
 @click.option("--no-history", is_flag=True, help="Leave out the session history tools.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(1, 65535), default=8001, show_default=True)
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Over http, serve --tenant/--user without an API key (refused off loopback).",
+)
 @pass_env
 def mcp_command(
     env: Env,
@@ -83,8 +88,13 @@ def mcp_command(
     no_history: bool,
     host: str,
     port: int,
+    no_auth: bool,
 ) -> None:
-    """Give any MCP client the memory tools, in the scope of --tenant and --user."""
+    """Give any MCP client the memory tools, in the scope of --tenant and --user.
+
+    Over http every request needs an API key (`sessionary keys create TENANT`, sent as
+    `Authorization: Bearer`) and acts in its key's tenant (and user, if bound to one).
+    """
     commands = _server()
     commands.mcp(
         env.url,
@@ -96,6 +106,7 @@ def mcp_command(
         history=not no_history,
         host=host,
         port=port,
+        auth=not no_auth,
     )
 
 

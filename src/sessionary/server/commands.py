@@ -31,6 +31,7 @@ from sessionary.stores.registry import open_async_store
 
 if TYPE_CHECKING:
     from mcp.server import Server
+    from starlette.types import ASGIApp
 
 __all__ = [
     "DEFAULT_MCP_BLOCKS",
@@ -131,6 +132,7 @@ def mcp(
     history: bool = True,
     host: str = "127.0.0.1",
     port: int = 8001,
+    auth: bool = True,
 ) -> None:
     """Serve the memory tools over MCP until the client disconnects or it is interrupted.
 
@@ -143,14 +145,21 @@ def mcp(
         session_id: Bind every call to this session; None: each call names one.
         blocks: Stored blocks to offer, each ``label[:kind[:level]]``.
         history: Offer session_search, session_list and session_history.
-        host: The HTTP address (loopback by default: the server has no keys).
+        host: The HTTP address (loopback by default).
         port: The HTTP port.
+        auth: Over HTTP, require an API key (`create_key`) and act in its scope; False
+            serves `tenant`/`user` to anyone who connects, refused off loopback.
+
+    Raises:
+        InvalidInput: For an unknown transport, or `auth` off on a non-loopback address.
     """
-    from sessionary.server.mcp import create_mcp_server
+    from sessionary.server.mcp import create_mcp_server, mcp_http_app
 
     scope, config = Scope(tenant, user), mcp_config(blocks, history)
     if transport not in ("stdio", "http"):
         raise InvalidInput(f"an MCP transport is 'stdio' or 'http', not {transport!r}")
+    if transport == "http" and not auth and not _is_loopback(host):
+        raise InvalidInput(f"refusing to serve MCP without API keys on {host}; use loopback")
 
     async def run() -> None:
         store = open_async_store(db)
@@ -159,7 +168,8 @@ def mcp(
             if transport == "stdio":
                 await _run_stdio(server)
             else:
-                await _run_http(server, host, port)
+                keyring = Keyring(store) if auth else None
+                await _run_http(mcp_http_app(server, host=host, keyring=keyring), host, port)
         finally:
             await store.close()
 
@@ -173,10 +183,9 @@ async def _run_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _run_http(server: Server[Any], host: str, port: int) -> None:
+async def _run_http(app: ASGIApp, host: str, port: int) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(host=host)
     await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info")).serve()
 
 

@@ -12,7 +12,11 @@ call names: every context tool then takes an extra required ``session_id`` argum
 server = create_mcp_server(store, Scope("acme", "ada"), session_id="chat-1")
 ```
 
-Serve it over stdio or streamable HTTP with `sessionary.server.commands.mcp`.
+Serve it over stdio or streamable HTTP with `sessionary.server.commands.mcp`. Over HTTP,
+`mcp_http_app` asks for the API keys of `sessionary serve` (a bearer token) through the
+SDK's own token check: each request then acts in its key's tenant (and user, for a key
+bound to one; else the server's user), and the SDK keeps one key's MCP sessions from
+another's.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
 
 from sessionary.blocks import SessionConfig
 from sessionary.errors import SessionaryError
@@ -29,16 +37,18 @@ from sessionary.ids import check_id
 from sessionary.manager import AsyncSessionManager
 from sessionary.records import Scope
 from sessionary.server._blocks import discover_blocks
+from sessionary.server.keys import Keyring
 from sessionary.session import AsyncSession
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.registry import open_async_store
 from sessionary.tools import HISTORY_TOOLS
 from sessionary.toolspec import ToolResult, ToolSpec, parse_arguments
 
-__all__ = ["SESSION_ARGUMENT", "MemoryTools", "create_mcp_server"]
+__all__ = ["SESSION_ARGUMENT", "MemoryTools", "create_mcp_server", "mcp_http_app"]
 
 SESSION_ARGUMENT = "session_id"
 _PLACEHOLDER = "mcp-tool-listing"
+_TENANT_CLAIM = "sessionary_tenant"
 
 
 def _with_session_argument(spec: ToolSpec) -> ToolSpec:
@@ -149,15 +159,22 @@ def create_mcp_server(
     """
     tools = MemoryTools(store, scope, config, session_id=session_id, create=create)
 
+    def tools_for(ctx: ServerRequestContext[Any]) -> MemoryTools:
+        caller = _caller_scope(ctx, scope)
+        if caller == scope:
+            return tools
+        return MemoryTools(store, caller, config, session_id=session_id, create=create)
+
     async def list_tools(
-        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+        ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[_tool(spec) for spec in await tools.specs()])
+        specs = await tools_for(ctx).specs()
+        return types.ListToolsResult(tools=[_tool(spec) for spec in specs])
 
     async def call_tool(
-        _ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        result = await tools.call(params.name, params.arguments or {})
+        result = await tools_for(ctx).call(params.name, params.arguments or {})
         text = types.TextContent(type="text", text=result.text)
         return types.CallToolResult(content=[text], is_error=result.is_error)
 
@@ -167,3 +184,48 @@ def create_mcp_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _caller_scope(ctx: ServerRequestContext[Any], default: Scope) -> Scope:
+    """The scope of the API key that authenticated this HTTP request, else `default`."""
+    scope = getattr(ctx.request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    token = getattr(user, "access_token", None)
+    if not isinstance(token, AccessToken) or not token.claims:
+        return default
+    return Scope(str(token.claims[_TENANT_CLAIM]), token.subject or default.user)
+
+
+class _KeyCheck:
+    """The SDK's bearer-token check (`TokenVerifier`), answered by the server's API keys."""
+
+    def __init__(self, keyring: Keyring) -> None:
+        self.keyring = keyring
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        key = await self.keyring.verify(token)
+        if key is None:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=key.id,
+            scopes=[],
+            subject=key.user,
+            claims={_TENANT_CLAIM: key.tenant},
+        )
+
+
+def mcp_http_app(server: Server[Any], *, host: str, keyring: Keyring | None) -> Starlette:
+    """Return the streamable HTTP app (at ``/mcp``) of `server`.
+
+    Args:
+        server: From `create_mcp_server`; its scope serves requests when `keyring` is None.
+        host: The address served (on loopback the SDK also refuses rebinding hosts).
+        keyring: The API keys every request must bear (``Authorization: Bearer``), each
+            acting in its own scope; None serves `server`'s scope to anyone.
+    """
+    if keyring is None:
+        return server.streamable_http_app(host=host)
+    # A resource server only: no OAuth routes are offered, the issuer is never contacted.
+    auth = AuthSettings(issuer_url=AnyHttpUrl("http://localhost"), resource_server_url=None)
+    return server.streamable_http_app(host=host, auth=auth, token_verifier=_KeyCheck(keyring))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from sessionary._context_api import AsyncHistoryToolsMixin
 from sessionary.blocks import SessionConfig
@@ -17,6 +17,7 @@ from sessionary.compaction.overlays import Overlay
 from sessionary.compaction.planner import safe_cuts
 from sessionary.compaction.policy import CompactionPolicy
 from sessionary.compaction.split import continuation
+from sessionary.crypto import Encryption
 from sessionary.errors import (
     AlreadyExists,
     InvalidInput,
@@ -50,6 +51,7 @@ from sessionary.stores._common import (
     check_limit,
 )
 from sessionary.stores.base import DOCUMENTS, AsyncStore
+from sessionary.stores.encrypted import AsyncEncryptedStore
 from sessionary.stores.registry import open_async_store
 from sessionary.transfer import AsyncImporter, Existing, export_records, owner_documents
 from sessionary.window import splits_tool_turn
@@ -69,6 +71,9 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         user: The user within the tenant.
         config: The context blocks, prompt caching and tools of every session it opens.
         compaction: How its sessions compact (see `CompactionPolicy`).
+        encryption: Encrypt message bodies, state and documents at rest with these keys
+            (see `sessionary.stores.encrypted`); the store is wrapped, and closed with
+            the wrapper if this manager opened it.
     """
 
     def __init__(
@@ -79,6 +84,7 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         user: str = "default",
         config: SessionConfig | None = None,
         compaction: CompactionPolicy | None = None,
+        encryption: Encryption | None = None,
     ) -> None:
         self.scope = Scope(tenant, user)
         self.config = config if config is not None else SessionConfig()
@@ -87,6 +93,8 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
             raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
         self._owns_store = isinstance(store, str)
         self.store: AsyncStore = open_async_store(store) if isinstance(store, str) else store
+        if encryption is not None:
+            self.store = cast(AsyncStore, AsyncEncryptedStore(self.store, encryption))
 
     async def close(self) -> None:
         """Close the store if this manager opened it."""

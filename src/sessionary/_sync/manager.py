@@ -11,11 +11,12 @@ from __future__ import annotations
 import builtins
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from sessionary._sync._context_api import HistoryToolsMixin
 from sessionary._sync.session import Session, check_role
 from sessionary._sync.stores.base import DOCUMENTS, Store
+from sessionary._sync.stores.encrypted import EncryptedStore
 from sessionary._sync.stores.registry import open_store
 from sessionary._sync.transfer import Existing, Importer, export_records, owner_documents
 from sessionary.blocks import SessionConfig
@@ -23,6 +24,7 @@ from sessionary.compaction.overlays import Overlay
 from sessionary.compaction.planner import safe_cuts
 from sessionary.compaction.policy import CompactionPolicy
 from sessionary.compaction.split import continuation
+from sessionary.crypto import Encryption
 from sessionary.errors import (
     AlreadyExists,
     InvalidInput,
@@ -71,6 +73,9 @@ class SessionManager(HistoryToolsMixin):
         user: The user within the tenant.
         config: The context blocks, prompt caching and tools of every session it opens.
         compaction: How its sessions compact (see `CompactionPolicy`).
+        encryption: Encrypt message bodies, state and documents at rest with these keys
+            (see `sessionary._sync.stores.encrypted`); the store is wrapped, and closed with
+            the wrapper if this manager opened it.
     """
 
     def __init__(
@@ -81,6 +86,7 @@ class SessionManager(HistoryToolsMixin):
         user: str = "default",
         config: SessionConfig | None = None,
         compaction: CompactionPolicy | None = None,
+        encryption: Encryption | None = None,
     ) -> None:
         self.scope = Scope(tenant, user)
         self.config = config if config is not None else SessionConfig()
@@ -89,6 +95,8 @@ class SessionManager(HistoryToolsMixin):
             raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
         self._owns_store = isinstance(store, str)
         self.store: Store = open_store(store) if isinstance(store, str) else store
+        if encryption is not None:
+            self.store = cast(Store, EncryptedStore(self.store, encryption))
 
     def close(self) -> None:
         """Close the store if this manager opened it."""

@@ -47,6 +47,8 @@ EXPECTED = {
     # encryption at rest
     "AsyncEncryptedStore", "DecryptionFailed", "EncryptedStore", "Encryption", "Keyring",
     "Rotation", "UnknownKey",
+    # the audit trail
+    "AuditEntry",
 }  # fmt: skip
 
 

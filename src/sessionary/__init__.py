@@ -23,6 +23,7 @@ from sessionary._sync.stores.encrypted import EncryptedStore
 from sessionary._sync.stores.registry import open_store
 from sessionary._sync.turn import Turn
 from sessionary.agent_state import AgentState
+from sessionary.audit_entry import AuditEntry
 from sessionary.blocks import (
     BlockSpec,
     BlockVersion,
@@ -116,6 +117,7 @@ from sessionary.working import WorkingContext, build_working_context
 __version__ = "0.1.0"
 
 __all__ = [
+    "AuditEntry",
     "AsyncEncryptedStore",
     "DecryptionFailed",
     "EncryptedStore",

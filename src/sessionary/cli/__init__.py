@@ -6,7 +6,7 @@ sessionary [--db URL] [--tenant T] [--user U] [--no-pager] COMMAND ...
 
 The commands live in the modules of this package (`_read`: ls, show, search, scopes;
 `_inspect`: inspect, context; `_write`: export, import, rm, migrate, demo; `_schema`:
-schema; `_governance`: rekey; `_serve`: serve, mcp, keys; `_extra`: examples,
+schema; `_governance`: rekey, audit; `_serve`: serve, mcp, keys; `_extra`: examples,
 completion), the group and its options in `_app`, and how things are drawn in `_views`
 (rich renderables). `--db` defaults to the `SESSIONARY_URL` environment variable, else
 `./sessionary.db`; with `SESSIONARY_KEYS` set, every command reads and writes through

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -48,8 +47,10 @@ def is_sealed(value: object) -> TypeGuard[str]:
 
 
 def _aad(binding: tuple[str | None, ...]) -> bytes:
-    # JSON of a list is unambiguous whatever the fields hold (no separator to forge).
-    return json.dumps(["sessionary", *binding], separators=(",", ":")).encode()
+    # Each field carries its length, so no choice of field values can forge another
+    # binding (a separator inside a field changes nothing); None is "-".
+    fields = ("-" if f is None else f"{len(f)}:{f}" for f in binding)
+    return ("sessionary/1|" + "|".join(fields)).encode()
 
 
 class Keyring:

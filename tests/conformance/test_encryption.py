@@ -230,3 +230,36 @@ def test_the_raw_reader_sees_what_a_plain_store_holds(plain: Any, store_url: str
     # Guards the checks above: without encryption the secret is there to be found.
     fill(SessionManager(plain))
     assert SECRET in raw_text(store_url, plain)
+
+
+def test_a_raw_copy_opens_with_the_same_keys(plain: Any, tmp_path: Any) -> None:
+    from sessionary.migrate import migrate
+
+    session_id = fill(encrypted(plain, {"k1": K1}, "k1"))
+    target = sessionary.open_store(f"sqlite:///{tmp_path}/copy.db")
+    try:
+        migrate(plain, target)  # no keys: the ciphertext is copied as it is
+        copy = encrypted(target, {"k1": K1}, "k1")
+        assert copy.session(session_id).history()[2].tool_results[0].output == {"found": SECRET}
+        assert copy.get_state(level="user").data == {"pref": SECRET}
+    finally:
+        target.close()
+
+
+@pytest.mark.requires("document_search")
+def test_document_search_sees_only_the_text_kept_in_clear(plain: Any) -> None:
+    def title_only(namespace: str, key: str, text: str) -> str:
+        return text.split("\n", 1)[0]
+
+    manager = encrypted(plain, {"k1": K1}, "k1", index_document=title_only)
+    manager.store.put_document(
+        manager.scope, "user", None, "notes", "n1", {}, f"Travel plans\n{SECRET}", "me", None
+    )
+    found = manager.store.search_documents(
+        manager.scope, "user", None, "notes", sessionary.query.parse_query("travel"), 5
+    )
+    assert [hit.key for hit in found] == ["n1"]
+    hidden = manager.store.search_documents(
+        manager.scope, "user", None, "notes", sessionary.query.parse_query("pineapple"), 5
+    )
+    assert hidden == []

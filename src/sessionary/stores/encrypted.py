@@ -153,7 +153,7 @@ class AsyncEncryptedStore:
         parts: list[Any] = [DataPart(data=sealed, name=SEALED_PART)]
         text = self.encryption.index(message) if self.encryption.index else None
         if message.role == "tool":
-            calls = [p.call_id for p in message.tool_results] or ["sealed"]
+            calls = [p.call_id for p in message.tool_results]  # checked: at least one
             parts += [ToolResultPart(call_id=c, output="") for c in calls]
             if text:
                 parts[1] = ToolResultPart(call_id=calls[0], output=text)
@@ -305,10 +305,10 @@ class AsyncEncryptedStore:
         """Replace the state of version `version` with `data`, sealed; return it opened."""
         sealed = self._seal_state(scope, level, session_id, data, version)
         patch: dict[str, Any] = {_SEALED_KEY: sealed.data[_SEALED_KEY]}
-        # A plaintext state (accept_plaintext) loses its own keys in the same patch.
-        stored = await self.inner.get_state(scope, level, session_id)
-        if stored.version == version:
-            patch.update({k: None for k in stored.data if k != _SEALED_KEY})
+        if self.encryption.accept_plaintext:  # a plaintext state loses its keys in the patch
+            stored = await self.inner.get_state(scope, level, session_id)
+            if stored.version == version:
+                patch.update({k: None for k in stored.data if k != _SEALED_KEY})
         written = await self.inner.update_state(scope, level, session_id, patch, version)
         return State(data, written.version)
 

@@ -83,6 +83,11 @@ class SessionManager(HistoryToolsMixin):
             document and block writes, session deletes) in the store's audit trail
             (see `sessionary._sync.stores.audited`); read it with `audit`.
         actor: Who this manager's changes are logged as (see `as_actor` for another).
+
+    Raises:
+        InvalidURL: If `store` is neither a URL nor a store.
+        InvalidInput: With `audit`, if `actor` is not 1 to 128 printable characters.
+        Unsupported: With `audit`, if the store has no documents.
     """
 
     def __init__(

@@ -72,6 +72,7 @@ def test_the_commands() -> None:
     assert (
         sorted(
             [
+                "audit",
                 "completion",
                 "context",
                 "demo",
@@ -83,6 +84,7 @@ def test_the_commands() -> None:
                 "ls",
                 "mcp",
                 "migrate",
+                "rekey",
                 "rm",
                 "schema",
                 "scopes",

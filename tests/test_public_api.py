@@ -44,6 +44,11 @@ EXPECTED = {
     "CompactionPolicy", "Eviction", "HeuristicCounter", "MemoryFlush", "Overlay",
     "StructuredSummarizer", "SummarizerError", "SummaryRequest", "TokenCounter",
     "call_with_recovery", "AsyncTurn", "Turn", "WorkingContext", "build_working_context",
+    # encryption at rest
+    "AsyncEncryptedStore", "DecryptionFailed", "EncryptedStore", "Encryption", "Keyring",
+    "Rotation", "UnknownKey",
+    # the audit trail
+    "AuditEntry",
 }  # fmt: skip
 
 

@@ -34,6 +34,8 @@ GENERATED: dict[str, str] = {
     "stores/base.py": "_sync/stores/base.py",
     "stores/adapter.py": "_sync/stores/adapter.py",
     "stores/registry.py": "_sync/stores/registry.py",
+    "stores/encrypted.py": "_sync/stores/encrypted.py",
+    "stores/audited.py": "_sync/stores/audited.py",
     "stores/sql.py": "_sync/stores/sql.py",
     "stores/_sql_documents.py": "_sync/stores/_sql_documents.py",
     "stores/_sql_driver.py": "_sync/stores/_sql_driver.py",

@@ -19,9 +19,11 @@ from sessionary._sync.manager import SessionManager
 from sessionary._sync.providers import SessionHistory, StoredBlock, StoredSearch, StoredSkills
 from sessionary._sync.session import Session
 from sessionary._sync.stores.base import Store
+from sessionary._sync.stores.encrypted import EncryptedStore
 from sessionary._sync.stores.registry import open_store
 from sessionary._sync.turn import Turn
 from sessionary.agent_state import AgentState
+from sessionary.audit_entry import AuditEntry
 from sessionary.blocks import (
     BlockSpec,
     BlockVersion,
@@ -37,6 +39,7 @@ from sessionary.blocks import (
 from sessionary.compaction.overlays import Overlay
 from sessionary.compaction.policy import CompactionPolicy, Eviction, MemoryFlush
 from sessionary.compaction.summary import StructuredSummarizer, SummaryRequest
+from sessionary.crypto import Encryption, Keyring, Rotation
 from sessionary.errors import (
     AlreadyExists,
     BackendNotInstalled,
@@ -45,6 +48,7 @@ from sessionary.errors import (
     Closed,
     CompactionStalled,
     Conflict,
+    DecryptionFailed,
     HeadConflict,
     InvalidDocument,
     InvalidId,
@@ -66,6 +70,7 @@ from sessionary.errors import (
     StoreError,
     StoreUnavailable,
     SummarizerError,
+    UnknownKey,
     Unsupported,
     VersionConflict,
 )
@@ -102,6 +107,7 @@ from sessionary.records import (
 from sessionary.session import AsyncSession
 from sessionary.skills import FolderSkills
 from sessionary.stores.base import AsyncStore
+from sessionary.stores.encrypted import AsyncEncryptedStore
 from sessionary.stores.registry import open_async_store
 from sessionary.tokens import HeuristicCounter, TokenCounter
 from sessionary.toolspec import ToolResult, ToolSpec, export_tools
@@ -111,6 +117,14 @@ from sessionary.working import WorkingContext, build_working_context
 __version__ = "0.1.0"
 
 __all__ = [
+    "AuditEntry",
+    "AsyncEncryptedStore",
+    "DecryptionFailed",
+    "EncryptedStore",
+    "Encryption",
+    "Keyring",
+    "Rotation",
+    "UnknownKey",
     "ANY",
     "HEAD",
     "AgentState",

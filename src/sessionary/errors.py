@@ -25,6 +25,8 @@ SessionaryError
 │   └── VersionConflict     a state's or document's version moved since the caller looked
 ├── Closed                  used after `close()` (a store, manager or adapter); also a RuntimeError
 ├── Unsupported             the backend lacks a capability (e.g. full-text search)
+├── DecryptionFailed        a stored ciphertext does not open: wrong key, tampered, or moved
+│   └── UnknownKey          the ciphertext names a key id the keyring does not hold
 ├── SummarizerError         a compaction's summarizer or memory extractor failed
 ├── CompactionStalled       a warning: automatic compaction cannot get under its trigger
 └── StoreError              the backend failed
@@ -47,6 +49,7 @@ __all__ = [
     "Closed",
     "CompactionStalled",
     "Conflict",
+    "DecryptionFailed",
     "HeadConflict",
     "InvalidDocument",
     "InvalidId",
@@ -68,6 +71,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "SummarizerError",
+    "UnknownKey",
     "Unsupported",
     "VersionConflict",
 ]
@@ -178,6 +182,18 @@ class Closed(SessionaryError, RuntimeError):
 
 class Unsupported(SessionaryError):
     """The backend does not have the capability this call needs."""
+
+
+class DecryptionFailed(SessionaryError):
+    """A stored ciphertext does not open under its key: nothing is returned in its place.
+
+    The key is wrong, the ciphertext was altered, or it was moved from another record
+    (each is bound to its record's scope and ids), or the record is not encrypted at all.
+    """
+
+
+class UnknownKey(DecryptionFailed):
+    """A ciphertext names a key id that the keyring does not hold (a retired key)."""
 
 
 class SummarizerError(SessionaryError):

@@ -9,14 +9,17 @@ from __future__ import annotations
 import builtins
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
 from sessionary._context_api import AsyncHistoryToolsMixin
+from sessionary.audit_entry import AuditEntry, AuditFilter
 from sessionary.blocks import SessionConfig
 from sessionary.compaction.overlays import Overlay
 from sessionary.compaction.planner import safe_cuts
 from sessionary.compaction.policy import CompactionPolicy
 from sessionary.compaction.split import continuation
+from sessionary.crypto import Encryption
 from sessionary.errors import (
     AlreadyExists,
     InvalidInput,
@@ -49,7 +52,9 @@ from sessionary.stores._common import (
     check_count,
     check_limit,
 )
+from sessionary.stores.audited import AsyncAuditedStore, AsyncAuditLog
 from sessionary.stores.base import DOCUMENTS, AsyncStore
+from sessionary.stores.encrypted import AsyncEncryptedStore
 from sessionary.stores.registry import open_async_store
 from sessionary.transfer import AsyncImporter, Existing, export_records, owner_documents
 from sessionary.window import splits_tool_turn
@@ -69,6 +74,18 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         user: The user within the tenant.
         config: The context blocks, prompt caching and tools of every session it opens.
         compaction: How its sessions compact (see `CompactionPolicy`).
+        encryption: Encrypt message bodies, state and documents at rest with these keys
+            (see `sessionary.stores.encrypted`); the store is wrapped, and closed with
+            the wrapper if this manager opened it.
+        audit: Log who changed what (message updates and deletes, state patches,
+            document and block writes, session deletes) in the store's audit trail
+            (see `sessionary.stores.audited`); read it with `audit`.
+        actor: Who this manager's changes are logged as (see `as_actor` for another).
+
+    Raises:
+        InvalidURL: If `store` is neither a URL nor a store.
+        InvalidInput: With `audit`, if `actor` is not 1 to 128 printable characters.
+        Unsupported: With `audit`, if the store has no documents.
     """
 
     def __init__(
@@ -79,6 +96,9 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         user: str = "default",
         config: SessionConfig | None = None,
         compaction: CompactionPolicy | None = None,
+        encryption: Encryption | None = None,
+        audit: bool = False,
+        actor: str = "unknown",
     ) -> None:
         self.scope = Scope(tenant, user)
         self.config = config if config is not None else SessionConfig()
@@ -87,6 +107,10 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
             raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
         self._owns_store = isinstance(store, str)
         self.store: AsyncStore = open_async_store(store) if isinstance(store, str) else store
+        if encryption is not None:
+            self.store = cast(AsyncStore, AsyncEncryptedStore(self.store, encryption))
+        if audit:
+            self.store = AsyncAuditedStore(self.store, actor).as_store()
 
     async def close(self) -> None:
         """Close the store if this manager opened it."""
@@ -105,6 +129,63 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         return AsyncSessionManager(
             self.store, tenant=tenant, user=user, config=self.config, compaction=self.compaction
         )
+
+    def as_actor(self, actor: str) -> AsyncSessionManager:
+        """Return a manager sharing this one's store whose changes are logged as `actor`.
+
+        Raises:
+            InvalidInput: If `actor` is not 1 to 128 printable characters.
+        """
+        store = self.store
+        if isinstance(store, AsyncAuditedStore):
+            store = store.inner
+        return AsyncSessionManager(
+            AsyncAuditedStore(store, actor).as_store(),
+            tenant=self.scope.tenant,
+            user=self.scope.user,
+            config=self.config,
+            compaction=self.compaction,
+        )
+
+    @property
+    def audit_log(self) -> AsyncAuditLog:
+        """The store's audit trail, to record a change of your own (`record`) or read it."""
+        return AsyncAuditLog(self.store)
+
+    async def audit(
+        self,
+        *,
+        limit: int | None = 100,
+        actor: str | None = None,
+        action: str | None = None,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        every_user: bool = False,
+    ) -> builtins.list[AuditEntry]:
+        """Return entries of the audit trail, newest first.
+
+        The trail is the tenant's; without `every_user` only the changes to this
+        manager's user's data are returned.
+
+        Args:
+            limit: At most this many (None: all).
+            actor: Only changes made by this actor.
+            action: Only this kind of change (``message.delete``, ``state.update``, ...).
+            session_id: Only changes to this session.
+            since: Only changes at or after this time.
+            until: Only changes before this time.
+            every_user: Changes to every user's data in the tenant.
+
+        Raises:
+            Unsupported: If the store has no documents.
+        """
+        if limit is not None:
+            check_limit(limit)
+        where = AuditFilter(
+            None if every_user else self.scope.user, actor, action, session_id, since, until
+        )
+        return await self.audit_log.entries(self.scope, where, limit)
 
     # ------------------------------------------------------------------ registry
 

@@ -37,6 +37,7 @@ def test_every_public_async_method_is_a_coroutine_and_has_a_sync_twin() -> None:
             if inspect.isfunction(member) and name not in (
                 "session",
                 "for_user",
+                "as_actor",
                 "export",
                 "agent_state",
                 "turn",

@@ -27,6 +27,7 @@ from sessionary import __version__
 from sessionary._sync.manager import SessionManager
 from sessionary._sync.stores.adapter import wrap_engine
 from sessionary._sync.stores.base import Store
+from sessionary.crypto import Encryption, Keyring
 from sessionary.errors import MessageNotFound, SessionaryError, SessionNotFound
 from sessionary.ids import check_id
 from sessionary.model import Message
@@ -35,11 +36,13 @@ from sessionary.stores.urls import parse_store_url
 
 __all__ = [
     "DEFAULT_DB",
+    "ENV_KEYS",
     "ENV_URL",
     "CLIError",
     "Env",
     "complete_session",
     "db_option",
+    "env_encryption",
     "json_option",
     "main",
     "root",
@@ -47,6 +50,7 @@ __all__ = [
 ]
 
 ENV_URL = "SESSIONARY_URL"
+ENV_KEYS = "SESSIONARY_KEYS"
 DEFAULT_DB = "./sessionary.db"
 LIST_PAGE = 200
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,6 +80,17 @@ def _console(stream: Any) -> Console:
     return Console(
         file=stream, width=width, markup=False, highlight=False, emoji=False, soft_wrap=False
     )
+
+
+def env_encryption() -> Encryption | None:
+    """The encryption `$SESSIONARY_KEYS` asks for (``id=base64key,...``, current first), or None.
+
+    The keys are read from the environment only, never from an option, so they stay out
+    of shell history and process listings; no message ever shows them.
+    """
+    if not os.environ.get(ENV_KEYS):
+        return None
+    return Encryption(Keyring.from_env(ENV_KEYS))
 
 
 @dataclass
@@ -119,7 +134,9 @@ class Env:
             self.close()  # a command that read first (e.g. to resolve an id) now writes
         if self._manager is None:
             self._store, self._mode = self._open(mode), mode
-            self._manager = SessionManager(self._store, tenant=self.tenant, user=self.user)
+            self._manager = SessionManager(
+                self._store, tenant=self.tenant, user=self.user, encryption=env_encryption()
+            )
         return self._manager
 
     def _open(self, mode: OpenMode) -> Store:

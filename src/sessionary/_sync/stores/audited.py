@@ -1,0 +1,253 @@
+# This file was generated from src/sessionary/stores/audited.py by tools/async_to_sync.py.
+# Do not edit it: edit the source and run `python tools/async_to_sync.py`.
+"""The audit trail: an append-only log of who changed what, kept in the store itself.
+
+`AuditedStore` wraps a store and, after each change below succeeds, appends an
+entry (`sessionary.audit_entry.AuditEntry`) naming its actor: message updates and
+deletes, clearing a session, deleting a session, state patches, document writes and
+deletes (blocks, compaction overlays, prompts and agent state are documents). Appends
+and reads are not logged. `AuditLog.record` lets other code log a change of its
+own (an erasure, say) and `AuditLog.entries` reads the trail with filters.
+
+The trail is a set of documents of the tenant (level ``app``), so it lives on every
+backend with documents and goes wherever the store's data goes (export, `migrate`;
+with encryption at rest it is encrypted too). An entry is written once with
+`expected_version` 0: the API never rewrites it. An entry is written after its change,
+not in the same transaction: a crash between the two leaves the change unlogged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sessionary._sync.stores.base import DOCUMENTS, Store
+from sessionary.audit_entry import (
+    AUDIT_NAMESPACE,
+    AuditEntry,
+    AuditFilter,
+    check_actor,
+    entry_key,
+)
+from sessionary.errors import Unsupported, VersionConflict
+from sessionary.model import Message
+from sessionary.records import Document, Scope, StateLevel
+
+__all__ = ["AuditLog", "AuditedStore"]
+
+_PAGE = 200
+
+
+class AuditLog:
+    """Writes and reads the audit trail of a store.
+
+    Args:
+        store: The store that keeps the trail (an audited store's inner store is used,
+            so that writing the trail is not itself logged).
+
+    Raises:
+        Unsupported: If the store has no documents.
+    """
+
+    def __init__(self, store: Store) -> None:
+        while isinstance(store, AuditedStore):
+            store = store.inner
+        if DOCUMENTS not in store.capabilities:
+            raise Unsupported("the audit trail needs a store with documents")
+        self.store = store
+
+    def record(
+        self,
+        scope: Scope,
+        actor: str,
+        action: str,
+        *,
+        session_id: str | None = None,
+        target: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> AuditEntry:
+        """Append one entry to the trail of `scope`'s tenant and return it.
+
+        Raises:
+            InvalidInput: If the actor or action is malformed.
+        """
+        check_actor(actor)
+        check_actor(action)
+        while True:
+            now = datetime.now(UTC)
+            entry = AuditEntry(
+                entry_key(now), now, actor, action, scope.user, session_id, target, detail or {}
+            )
+            try:
+                self.store.put_document(
+                    scope, "app", None, AUDIT_NAMESPACE, entry.id, entry.to_body(), "", actor, 0
+                )
+            except VersionConflict:  # the same key from another process: take a new one
+                continue
+            return entry
+
+    def entries(
+        self, scope: Scope, where: AuditFilter, limit: int | None = 100
+    ) -> list[AuditEntry]:
+        """Return the entries of `scope`'s tenant that `where` matches, newest first."""
+        found: list[AuditEntry] = []
+        cursor: str | None = None
+        while True:
+            page = self.store.list_documents(scope, "app", None, AUDIT_NAMESPACE, _PAGE, cursor)
+            for doc in page.items:
+                entry = AuditEntry.from_document(doc)
+                if where.is_past(entry):
+                    return found
+                if where.matches(entry):
+                    found.append(entry)
+                    if limit is not None and len(found) >= limit:
+                        return found
+            if page.next_cursor is None:
+                return found
+            cursor = page.next_cursor
+
+
+class AuditedStore:
+    """A store that logs each change made through it, in the name of `actor`.
+
+    Every method not written here is the inner store's own (reads and appends).
+
+    Args:
+        inner: The store that keeps the data and the trail.
+        actor: Who the changes are made by (1 to 128 printable characters).
+
+    Raises:
+        InvalidInput: If `actor` is malformed.
+        Unsupported: If the store has no documents.
+    """
+
+    def __init__(self, inner: Store, actor: str) -> None:
+        self.inner = inner
+        self.actor = check_actor(actor)
+        self.log = AuditLog(inner)
+        self.capabilities: frozenset[str] = inner.capabilities
+        self.max_message_bytes: int = inner.max_message_bytes
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner" or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def as_store(self) -> Store:
+        """Return this object typed as the store protocol."""
+        return cast(Store, self)
+
+    def _record(self, scope: Scope, action: str, **fields: Any) -> None:
+        self.log.record(scope, self.actor, action, **fields)
+
+    def update_message(self, scope: Scope, session_id: str, message: Message) -> Message:
+        """Replace a message's body, and log it."""
+        updated = self.inner.update_message(scope, session_id, message)
+        self._record(scope, "message.update", session_id=session_id, target=message.id)
+        return updated
+
+    def delete_message(self, scope: Scope, session_id: str, message_id: str) -> list[str]:
+        """Delete a message and its descendants, and log it."""
+        deleted = self.inner.delete_message(scope, session_id, message_id)
+        self._record(
+            scope,
+            "message.delete",
+            session_id=session_id,
+            target=message_id,
+            detail={"deleted": deleted},
+        )
+        return deleted
+
+    def delete_messages(
+        self, scope: Scope, session_id: str, message_ids: Sequence[str]
+    ) -> list[str]:
+        """Delete exactly these messages, and log it."""
+        deleted = self.inner.delete_messages(scope, session_id, message_ids)
+        self._record(scope, "messages.delete", session_id=session_id, detail={"deleted": deleted})
+        return deleted
+
+    def clear_messages(self, scope: Scope, session_id: str) -> int:
+        """Delete every message of a session, and log it."""
+        count = self.inner.clear_messages(scope, session_id)
+        self._record(scope, "messages.clear", session_id=session_id, detail={"count": count})
+        return count
+
+    def delete_session(self, scope: Scope, session_id: str) -> bool:
+        """Delete a session, and log it if it existed."""
+        existed = self.inner.delete_session(scope, session_id)
+        if existed:
+            self._record(scope, "session.delete", session_id=session_id)
+        return existed
+
+    def update_state(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        patch: dict[str, Any],
+        expected_version: int | None,
+    ) -> Any:
+        """Merge-patch a state, and log which keys it set and deleted (not their values)."""
+        state = self.inner.update_state(scope, level, session_id, patch, expected_version)
+        self._record(
+            scope,
+            "state.update",
+            session_id=session_id,
+            target=level,
+            detail={
+                "set": sorted(k for k, v in patch.items() if v is not None),
+                "deleted": sorted(k for k, v in patch.items() if v is None),
+                "version": state.version,
+            },
+        )
+        return state
+
+    def put_document(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        namespace: str,
+        key: str,
+        body: dict[str, Any],
+        text: str,
+        author: str,
+        expected_version: int | None,
+    ) -> Document:
+        """Write a document version (a block, an overlay, ...), and log it."""
+        doc = self.inner.put_document(
+            scope, level, session_id, namespace, key, body, text, author, expected_version
+        )
+        self._record(
+            scope,
+            "document.put",
+            session_id=session_id,
+            target=f"{namespace}/{key}",
+            detail={"level": level, "version": doc.version, "author": author},
+        )
+        return doc
+
+    def delete_document(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        namespace: str,
+        key: str,
+    ) -> bool:
+        """Delete a document with its versions, and log it if it existed."""
+        existed = self.inner.delete_document(scope, level, session_id, namespace, key)
+        if existed:
+            self._record(
+                scope,
+                "document.delete",
+                session_id=session_id,
+                target=f"{namespace}/{key}",
+                detail={"level": level},
+            )
+        return existed
+
+    def close(self) -> None:
+        """Close the inner store."""
+        self.inner.close()

@@ -1,0 +1,142 @@
+"""The audit trail on every backend: each kind of change leaves an entry naming its actor."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+import sessionary
+from sessionary import Encryption, InvalidInput, Keyring, Message, SessionConfig, SessionManager
+from sessionary.audit_entry import AUDIT_NAMESPACE
+from sessionary.cli import main
+
+
+@pytest.fixture
+def plain(store_url: str) -> Iterator[Any]:
+    store = sessionary.open_store(store_url)
+    yield store
+    store.close()
+
+
+def test_each_kind_of_change_is_logged_with_its_actor(plain: Any) -> None:
+    manager = SessionManager(plain, audit=True, actor="alice")
+    chat = manager.create()
+    chat.append(Message.user("hello"))
+    second = chat.append(Message.user("typo"))
+    third = chat.append(Message.user("more"))
+    chat.update(Message.user("fixed", id=second.id))
+    chat.delete(third.id)
+    chat.update_state({"plan": "x", "old": None})
+    manager.update_state({"theme": "dark"}, level="user")
+    chat.add_context("memory", description="Facts", limit=50)
+    chat.replace_context_block("memory", "likes tea")
+    chat.delete_messages([second.id])
+    as_bob = manager.as_actor("bob")
+    as_bob.session(chat.id).clear()
+    as_bob.delete(chat.id)
+
+    entries = manager.audit(limit=None)
+    assert all(e.user == "default" and e.at.tzinfo is not None for e in entries)
+    assert [e.at for e in entries] == sorted((e.at for e in entries), reverse=True)
+    seen = [(e.actor, e.action, e.target) for e in reversed(entries)]
+    assert ("alice", "message.update", second.id) in seen
+    assert ("alice", "message.delete", third.id) in seen
+    assert ("alice", "state.update", "session") in seen
+    assert ("alice", "state.update", "user") in seen
+    assert ("alice", "messages.delete", None) in seen
+    assert ("bob", "messages.clear", None) in seen
+    assert seen[-1] == ("bob", "session.delete", None)
+    blocks = [e for e in entries if e.action == "document.put"]
+    assert [(e.actor, e.session_id) for e in blocks] == [("alice", chat.id)]
+    assert blocks[0].target is not None and blocks[0].target.endswith("/memory")
+    state = next(e for e in entries if e.action == "state.update" and e.target == "session")
+    assert state.detail == {"set": ["plan"], "deleted": ["old"], "version": 1}
+    assert state.session_id == chat.id
+    deletes = next(e for e in entries if e.action == "message.delete")
+    assert deletes.detail == {"deleted": [third.id]}
+
+
+def test_appends_and_reads_are_not_logged(plain: Any) -> None:
+    manager = SessionManager(plain, audit=True, actor="alice")
+    chat = manager.create()
+    chat.append(Message.user("hello"))
+    chat.history()
+    assert manager.audit() == []
+
+
+def test_filters(plain: Any) -> None:
+    manager = SessionManager(plain, audit=True, actor="alice")
+    one, two = manager.create(), manager.create()
+    one.update_state({"a": 1})
+    manager.as_actor("bob").session(two.id).update_state({"b": 2})
+    assert [e.actor for e in manager.audit(actor="bob")] == ["bob"]
+    assert [e.session_id for e in manager.audit(session_id=one.id)] == [one.id]
+    assert len(manager.audit(action="state.update")) == 2
+    assert len(manager.audit(limit=1)) == 1
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    assert manager.audit(since=later) == []
+    assert len(manager.audit(until=later)) == 2
+
+
+def test_the_trail_is_per_user_unless_asked_for_the_tenant(plain: Any) -> None:
+    alice = SessionManager(plain, audit=True, actor="alice", user="alice")
+    carol = alice.for_user("carol")
+    alice.update_state({"a": 1}, level="user")
+    carol.update_state({"c": 1}, level="user")
+    assert [e.user for e in alice.audit()] == ["alice"]
+    assert sorted(e.user for e in alice.audit(every_user=True)) == ["alice", "carol"]
+    other_tenant = SessionManager(plain, tenant="elsewhere", user="alice")
+    assert other_tenant.audit(every_user=True) == []
+
+
+def test_a_caller_records_its_own_change(plain: Any) -> None:
+    manager = SessionManager(plain, user="gone")
+    entry = manager.audit_log.record(
+        manager.scope, "ops", "erase", detail={"sessions": 3, "scope": "user"}
+    )
+    assert manager.audit() == [entry]
+    assert entry.action == "erase" and entry.detail["sessions"] == 3
+    with pytest.raises(InvalidInput):
+        manager.audit_log.record(manager.scope, "", "erase")
+
+
+def test_a_bad_actor_is_refused(plain: Any) -> None:
+    with pytest.raises(InvalidInput):
+        SessionManager(plain, audit=True, actor="bad\nactor")
+    with pytest.raises(InvalidInput):
+        SessionManager(plain).as_actor("x" * 129)
+
+
+def test_the_trail_is_encrypted_with_the_rest(plain: Any) -> None:
+    keys = Encryption(Keyring({"k1": os.urandom(32)}, "k1"))
+    manager = SessionManager(plain, encryption=keys, audit=True, actor="alice")
+    chat = manager.create()
+    chat.update_state({"a": 1})
+    assert [e.action for e in manager.audit()] == ["state.update"]
+    stored = plain.list_documents(manager.scope, "app", None, AUDIT_NAMESPACE, 10, None).items
+    assert len(stored) == 1 and "alice" not in json.dumps(stored[0].body)
+
+
+def test_the_trail_reads_from_the_command_line(
+    plain: Any, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if store_url.startswith("memory"):
+        pytest.skip("a private memory:// store cannot be opened again by URL")
+    manager = SessionManager(plain, audit=True, actor="alice", config=SessionConfig())
+    chat = manager.create()
+    chat.update_state({"a": 1})
+    manager.as_actor("bob").session(chat.id).update_state({"b": 1})
+    assert main(["--db", store_url, "audit", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["actor"], r["action"]) for r in rows] == [
+        ("bob", "state.update"),
+        ("alice", "state.update"),
+    ]
+    assert main(["--db", store_url, "audit", "--actor", "alice"]) == 0
+    out = capsys.readouterr().out
+    assert "alice" in out and "bob" not in out and "state.update" in out

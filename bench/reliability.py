@@ -43,7 +43,8 @@ sys.path.insert(0, str(ROOT / "tests" / "guarantees"))
 from _reliability import CrashLoop, Tally, cancellation_run, launched  # noqa: E402
 
 from bench import facts  # noqa: E402
-from bench.srv_common import MYSQL_URL, POSTGRES_URL, REDIS_URL  # noqa: E402
+from bench.srv_common import MYSQL_URL, POSTGRES_URL, REDIS_URL, versions  # noqa: E402
+from bench.srv_sql import _mysql_connect  # noqa: E402
 
 BACKENDS = ("sqlite-full", "sqlite-normal", "postgres", "mysql", "redis")
 CALLS_PER_SESSION = 25
@@ -81,33 +82,18 @@ def _postgres_store(schema: str) -> Iterator[str]:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def _mysql_admin() -> object:
-    from urllib.parse import unquote, urlsplit
-
-    import pymysql
-
-    parts = urlsplit(MYSQL_URL)
-    return pymysql.connect(
-        host=parts.hostname or "localhost",
-        port=parts.port or 3306,
-        user=unquote(parts.username or "root"),
-        password=unquote(parts.password or ""),
-        autocommit=True,
-    )
-
-
 def _mysql_store(database: str) -> Iterator[str]:
     from urllib.parse import urlsplit, urlunsplit
 
-    conn = _mysql_admin()
+    conn = _mysql_connect(None, autocommit=True)
     try:
-        with conn.cursor() as cursor:  # type: ignore[attr-defined]
+        with conn.cursor() as cursor:
             cursor.execute(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4")
         yield urlunsplit(urlsplit(MYSQL_URL)._replace(path=f"/{database}"))
     finally:
-        with conn.cursor() as cursor:  # type: ignore[attr-defined]
+        with conn.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        conn.close()  # type: ignore[attr-defined]
+        conn.close()
 
 
 def _redis_store(namespace: str) -> Iterator[str]:
@@ -269,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = facts.collect(_command(argv), started, load_before, Path.cwd())
     machine.pop("database files", None)
     machine["seed"] = str(seed)
-    machine["packages"] = _versions(("sessionary", "psycopg", "PyMySQL", "aiomysql", "redis"))
+    machine["packages"] = versions(("sessionary", "psycopg", "PyMySQL", "aiomysql", "redis"))
     report = render(crashes, cancels, machine)
     if args.out:
         Path(args.out).write_text(report, encoding="utf-8")
@@ -277,18 +263,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.stdout.write(report)
     return 1 if any(t.failures for t in (*crashes.values(), *cancels.values())) else 0
-
-
-def _versions(names: tuple[str, ...]) -> str:
-    from importlib import metadata
-
-    found = []
-    for name in names:
-        try:
-            found.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            continue
-    return ", ".join(found)
 
 
 def _command(argv: list[str] | None) -> str:

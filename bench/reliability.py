@@ -1,6 +1,6 @@
 """Run the crash and cancellation trials by the thousand, per backend; write RELIABILITY.md.
 
-    python bench/reliability.py --out RELIABILITY.md     # the long run (about an hour)
+    python bench/reliability.py --out RELIABILITY.md     # the long run (~25 minutes on 2 cores)
     python bench/reliability.py --quick                  # smoke run, report to stdout
 
 The trials are those of `tests/guarantees/test_crash.py` and `test_cancellation.py`: the

@@ -386,6 +386,10 @@ class CrashLoop:
                 [in_flight] if in_flight else [],
                 f"t{n}-after",
             )
+            # One writer: its acks follow the session's earlier path, then the call in
+            # flight if it was stored, then the check's own append.
+            committed = before + acked + (in_flight if stored else [])
+            assert ids == [*committed, f"t{n}-after"], f"path {ids[-8:]} != {committed[-8:]}"
         except AssertionError as exc:
             raise AssertionError(f"{context}: {exc}") from exc
         if in_flight:

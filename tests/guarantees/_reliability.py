@@ -49,8 +49,9 @@ UNIT_SIZES = (1, 1, 2, 3, 5)
 LATE_KILL = 0.4
 """A kill after the first ack lands up to this many seconds later."""
 
-FIRST_ACK_GUESS = 0.5
-"""Seconds from fork to first ack assumed until a trial has measured it."""
+FIRST_ACK_GUESS = 0.02
+"""Seconds from fork to first ack assumed until a trial has measured it: short, so that
+the first kill on a fresh store lands while it opens and migrates, before any ack."""
 
 
 # ------------------------------------------------------------------- tallies

@@ -42,6 +42,7 @@ from bench.srv_common import (
     ReadCell,
     run_block,
     run_reads,
+    versions,
 )
 from bench.srv_redis import Redis
 from bench.srv_report import THREADS_NOTE, render, settings_line, verdicts
@@ -136,9 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     machine = facts.collect(_command(argv), started, load_before, Path.cwd())
     machine.pop("database files", None)
     machine.pop("SQLite", None)
-    machine["packages"] = _versions(("sessionary",))
+    machine["packages"] = versions(("sessionary",))
     machine["servers"] = settings_line(outcomes)
-    machine["client drivers"] = _versions(("psycopg", "psycopg-pool", "PyMySQL", "redis"))
+    machine["client drivers"] = versions(("psycopg", "psycopg-pool", "PyMySQL", "redis"))
     report = render(outcomes, plan, machine, THREADS_NOTE)
     if args.out:
         Path(args.out).write_text(report, encoding="utf-8")
@@ -149,18 +150,6 @@ def main(argv: list[str] | None = None) -> int:
         _log(line.replace("**", ""))
     failed = any(o.status == "failed" or any(c.error for c in o.cells) for o in outcomes)
     return 1 if failed else 0
-
-
-def _versions(names: tuple[str, ...]) -> str:
-    from importlib import metadata
-
-    found = []
-    for name in names:
-        try:
-            found.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            continue
-    return ", ".join(found) or "none"
 
 
 def _command(argv: list[str] | None) -> str:

@@ -266,3 +266,16 @@ class Outcome:
     cells: list[Cell] = field(default_factory=list)
     reads: list[ReadCell] = field(default_factory=list)
     cleaned: str = ""
+
+
+def versions(names: tuple[str, ...]) -> str:
+    """The installed versions of these distributions, as `name x.y, ...`."""
+    from importlib import metadata
+
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return ", ".join(found) or "none"

@@ -9,8 +9,8 @@ Modes (every one opens its own manager on URL and works on session SESSION):
 - `retry W M`: likewise, with ids `w{W}-{i}`; every message is sent twice, and the one
   before it is re-sent late, as a client retrying after a timeout would.
 - `serve`: answer JSON commands, one a line, until stdin closes (see `serve`).
-- `crash SIZE PREFIX`: append forever (single messages for SIZE 1, else `append_all`
-  batches of SIZE), printing each id (or batch) only once the call has returned.
+- `launcher - -`: fork crash-trial writers and kill them, on request (see
+  `_reliability.launcher`); it opens no store itself.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import random
 import sys
 import time
 from typing import Any
+
+from _reliability import launcher
 
 import sessionary
 from sessionary import Message
@@ -112,25 +114,11 @@ def serve(session: sessionary.Session) -> None:
         print(json.dumps(reply), flush=True)
 
 
-def crash(session: sessionary.Session, size: int, prefix: str) -> None:
-    n = 0
-    while True:
-        if size == 1:
-            msg_id = f"{prefix}-{n}"
-            session.append(Message.user(f"probe {prefix}x{n} payload", id=msg_id))
-            print(msg_id, flush=True)
-        else:
-            ids = [f"{prefix}-b{n}-{k}" for k in range(size)]
-            session.append_all(
-                Message.user(f"probe {prefix}x{n}x{k} payload", id=msg_id)
-                for k, msg_id in enumerate(ids)
-            )
-            print(" ".join(ids), flush=True)
-        n += 1
-
-
 def main() -> None:
     mode, url, session_id, *args = sys.argv[1:]
+    if mode == "launcher":
+        launcher()
+        return
     with sessionary.SessionManager(url) as manager:
         session = manager.session(session_id)
         if mode == "append":
@@ -141,8 +129,6 @@ def main() -> None:
             retry(session, int(args[0]), int(args[1]))
         elif mode == "serve":
             serve(session)
-        elif mode == "crash":
-            crash(session, int(args[0]), args[1])
         else:
             raise SystemExit(f"unknown mode {mode!r}")
 

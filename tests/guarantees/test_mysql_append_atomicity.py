@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import random
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _guarantees import LINE_TIMEOUT, check_chain
+from _guarantees import LINE_TIMEOUT
+from _reliability import append_time, check_session
 
 import sessionary
 from sessionary import Message
@@ -33,57 +32,6 @@ KILLED_CLIENTS = 40
 SESSION = "atomic"
 
 
-async def _stored_ids(manager: sessionary.AsyncSessionManager) -> set[str]:
-    """Every message id the session's rows hold, whatever the head and the tree say."""
-    ids: set[str] = set()
-    cursor = None
-    while True:
-        page, cursor = await manager.store.page_messages(manager.scope, SESSION, cursor, 500)
-        ids.update(m.id for m in page)
-        if cursor is None:
-            return ids
-
-
-async def _check_session(url: str, units: dict[str, list[str]], acked: list[str]) -> None:
-    """Check the chain after interrupted appends, in a store that saw none of them.
-
-    Args:
-        url: The store.
-        units: Per interrupted append, its message ids: stored all or none.
-        acked: Ids whose append returned: every one stored, in this order on the path.
-    """
-    async with sessionary.AsyncSessionManager(url) as manager:
-        session = manager.session(SESSION)
-        head = await session.head()
-        assert head is not None, "the head names no stored message"
-        path = await session.history()
-        assert path[-1].id == head.id
-        check_chain(path, await session.message_count(), await session.path_length())
-        ids = [m.id for m in path]
-        assert set(ids) == await _stored_ids(manager), "stored messages off the path"
-        on_path = [i for i in ids if i in set(acked)]
-        assert on_path == acked, "an acknowledged message is lost or out of order"
-        for name, unit in units.items():
-            stored = [i for i in unit if i in set(ids)]
-            assert stored in ([], unit), f"{name}: half an append was committed: {stored}"
-            if stored:
-                start = ids.index(unit[0])
-                assert ids[start : start + len(unit)] == unit, f"{name} is not one run"
-        after = await session.append(Message.user("after the interruptions"))
-        assert [m.id for m in await session.history()] == [*ids, after.id]
-        assert await session.path_length() == len(ids) + 1
-
-
-async def _append_time(session: sessionary.AsyncSession) -> float:
-    """The median seconds a two-message append after a known head takes here."""
-    times = []
-    for n in range(9):
-        start = time.perf_counter()
-        await session.append_all([Message.user(f"warm {n} a"), Message.user(f"warm {n} b")])
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 async def test_cancelled_appends_commit_all_or_nothing(mysql_url: str) -> None:
     seed = random.randrange(1 << 32)
     rng = random.Random(seed)
@@ -93,7 +41,7 @@ async def test_cancelled_appends_commit_all_or_nothing(mysql_url: str) -> None:
         session = await manager.create(id=SESSION)
         # Timeouts spread over one append's duration here, so that cancellations land
         # at every point of the script on a fast machine or a loaded one.
-        span = 1.5 * await _append_time(session)
+        span = 1.5 * await append_time(session)
         acked += [m.id for m in await session.history()]
         cancelled = 0
         for trial in range(CANCELLED_APPENDS):
@@ -113,7 +61,7 @@ async def test_cancelled_appends_commit_all_or_nothing(mysql_url: str) -> None:
             else:
                 acked += unit
     assert cancelled, f"no append was cancelled (seed {seed}, span {span:.4f} s)"
-    await _check_session(mysql_url, units, acked)
+    await asyncio.to_thread(check_session, mysql_url, SESSION, acked, [*units.values()], "after")
 
 
 @pytest.mark.slow
@@ -135,4 +83,4 @@ async def test_killed_clients_commit_all_or_nothing(mysql_url: str) -> None:
         else:
             acked.append(words[0])
     assert len(units) == KILLED_CLIENTS, done.stdout
-    await _check_session(mysql_url, units, acked)
+    await asyncio.to_thread(check_session, mysql_url, SESSION, acked, [*units.values()], "after")

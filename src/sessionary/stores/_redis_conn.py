@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import StoreError, StoreUnavailable
-from sessionary.kv._redis_wire import AsyncLane, Lane, evalsha_command, make_client, unreachable
+from sessionary.kv._redis_wire import (
+    AsyncLane,
+    Lane,
+    evalsha_command,
+    make_client,
+    packed,
+    unreachable,
+)
 from sessionary.stores._redis_lua import SCRIPTS
 from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
 
@@ -103,6 +110,10 @@ class RedisConnection:
             raise _mapped(exc) from exc
         return self.run(name, keys, args)
 
+    def run_lean(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """`run` down the lean way of `run_packed` (each argument sent as its `str`)."""
+        return self.run_packed(name, keys, packed(keys), [str(arg) for arg in args])
+
     def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run a script by name; return what it returns."""
         script = self.scripts[name]
@@ -167,6 +178,10 @@ class AsyncRedisConnection:
         except self._failed as exc:
             raise _mapped(exc) from exc
         return await self.run(name, keys, args)
+
+    async def run_lean(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """`run` down the lean way of `run_packed` (each argument sent as its `str`)."""
+        return await self.run_packed(name, keys, packed(keys), [str(arg) for arg in args])
 
     async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run a script by name; return what it returns."""

@@ -100,7 +100,7 @@ class AsyncRedisDocuments:
         self, scope: Scope, level: StateLevel, session_id: str | None, *args: Any
     ) -> list[Document]:
         keys, guard, _ = self._document_keys(scope, level, session_id)
-        reply = await self._conn.run("read_documents", keys, [guard, *args])
+        reply = await self._conn.run_lean("read_documents", keys, [guard, *args])
         if reply[0] == "nosession":
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         return _documents(reply)

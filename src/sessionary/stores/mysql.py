@@ -325,7 +325,7 @@ class AsyncMySQLDriver:
         try:
             async with self._connection() as conn, deadline(self._timeout + GRACE):
                 try:
-                    async with conn.cursor() as cursor:
+                    async with conn.cursor(_Cursor) as cursor:
                         await cursor.execute(*_fitting(cursor, sql, params, self._packet))
                         rows: list[Row] = []
                         changed = 0

@@ -350,7 +350,7 @@ class AsyncRedisStore(AsyncRedisDocuments):
         return entry_message(result[2], int(result[1]))
 
     async def _read(self, name: str, keys: SessionKeys, *args: Any) -> Any:
-        return await self._conn.run(name, keys.all, list(args))
+        return await self._conn.run_lean(name, keys.all, list(args))
 
     async def get_path(
         self, scope: Scope, session_id: str, leaf: str | None, limit: int | None

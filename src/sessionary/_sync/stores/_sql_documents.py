@@ -79,6 +79,10 @@ class SQLDocuments:
         """One transaction (the store's own); the store overrides it."""
         raise NotImplementedError
 
+    def _read_alone(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """One query as a transaction of its own (the store's own); the store overrides it."""
+        raise NotImplementedError
+
     def _doc_owner(
         self,
         tx: Transaction,
@@ -185,14 +189,24 @@ class SQLDocuments:
         """Return a document's latest version (or the given one), or None."""
         check_document_ref(namespace, key)
         wanted = check_document_version(version)
-        with self._begin() as tx:
-            owner = self._doc_owner(tx, scope, level, session_id)
-            params: tuple[Any, ...] = (*owner, namespace, key_hash(key))
-            if wanted is None:
-                row = tx.fetchone(_LATEST + f"WHERE {_ONE} AND d.version > 0", params)
-            else:
-                row = tx.fetchone(_VERSIONS + f"WHERE {_ONE} AND v.version = %s", (*params, wanted))
-        return None if row is None else document_from_row(row)
+        owner = owner_key(scope, level, session_id)
+        params: tuple[Any, ...] = (*owner, namespace, key_hash(key))
+        if wanted is None:
+            sql = _LATEST + f"WHERE {_ONE} AND d.version > 0"
+        else:
+            sql, params = _VERSIONS + f"WHERE {_ONE} AND v.version = %s", (*params, wanted)
+        if level != "session":
+            rows = self._read_alone(sql, params)
+            return document_from_row(rows[0]) if rows else None
+        # The session's row and the document in one statement: one round trip.
+        rows = self._read_alone(
+            f"SELECT s.pk, found.* FROM sessions AS s LEFT JOIN ({sql}) AS found ON 1 = 1 "
+            "WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s",
+            (*params, scope.tenant, scope.user, owner[3]),
+        )
+        if not rows:
+            raise SessionNotFound(f"no session {owner[3]!r} in this scope")
+        return None if rows[0][1] is None else document_from_row(rows[0][1:])
 
     def list_documents(
         self,

@@ -348,7 +348,7 @@ class RedisStore(RedisDocuments):
         return entry_message(result[2], int(result[1]))
 
     def _read(self, name: str, keys: SessionKeys, *args: Any) -> Any:
-        return self._conn.run(name, keys.all, list(args))
+        return self._conn.run_lean(name, keys.all, list(args))
 
     def get_path(
         self, scope: Scope, session_id: str, leaf: str | None, limit: int | None

@@ -110,6 +110,17 @@ _HEADS_KEPT = 4096
 """The most session heads a store remembers; it forgets them all when full."""
 
 
+def _located(
+    row: Sequence[Any] | None, session_id: str, message_id: str | None
+) -> tuple[int, str | None, int, int | None]:
+    """(pk, head id, head depth, depth of `message_id` or None) from a `LOCATE_SQL` row."""
+    if row is None:
+        raise SessionNotFound(f"no session {session_id!r} in this scope")
+    if message_id is not None and row[3] is None:
+        raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
+    return int(row[0]), row[1], int(row[2]), row[3]
+
+
 @contextmanager
 def _released(tx: Transaction, unlock: Sequence[str]) -> Iterator[None]:
     """Run the body, then `unlock` (giving a named lock back), also after it failed.
@@ -184,6 +195,16 @@ class SQLStore(SQLState, SQLDocuments):
             self._ready = True
         with self._driver.transaction(batched) as tx:
             yield tx
+
+    def _read_alone(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run one query as a transaction of its own: one round trip, one snapshot.
+
+        A read that is a single statement needs no `BEGIN` and `COMMIT` around it.
+        """
+        if not self._ready:
+            self._driver.start(self._setup)
+            self._ready = True
+        return (self._driver.run_alone(sql, params))[0]
 
     def _migrate(self, tx: Transaction) -> None:
         """Apply pending migrations in order, under the dialect's migration lock."""
@@ -278,12 +299,11 @@ class SQLStore(SQLState, SQLDocuments):
             raise AlreadyExists(f"session {info.id!r} already exists") from None
 
     def get_session(self, scope: Scope, session_id: str) -> SessionInfo | None:
-        with self._begin() as tx:
-            row = tx.fetchone(
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {shared.SCOPED}",
-                (scope.tenant, scope.user, session_id),
-            )
-        return None if row is None else session_from_row(row)
+        rows = self._read_alone(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {shared.SCOPED}",
+            (scope.tenant, scope.user, session_id),
+        )
+        return session_from_row(rows[0]) if rows else None
 
     def list_sessions(
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
@@ -615,22 +635,18 @@ class SQLStore(SQLState, SQLDocuments):
     ) -> tuple[int, str | None, int, int | None]:
         """Return (pk, head id, head depth, depth of `message_id` or None) in one read."""
         row = tx.fetchone(shared.LOCATE_SQL, (message_id, scope.tenant, scope.user, session_id))
-        if row is None:
-            raise SessionNotFound(f"no session {session_id!r} in this scope")
-        if message_id is not None and row[3] is None:
-            raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
-        return int(row[0]), row[1], int(row[2]), row[3]
+        return _located(row, session_id, message_id)
 
     def get_message(self, scope: Scope, session_id: str, message_id: str) -> Message | None:
-        with self._begin() as tx:
-            row = tx.fetchone(
-                f"SELECT s.pk, m.{MESSAGE_COLUMNS.replace(', ', ', m.')} FROM sessions AS s "
-                "LEFT JOIN messages AS m ON m.session_pk = s.pk AND m.id = %s "
-                "WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s",
-                (message_id, scope.tenant, scope.user, session_id),
-            )
-        if row is None:
+        rows = self._read_alone(
+            f"SELECT s.pk, m.{MESSAGE_COLUMNS.replace(', ', ', m.')} FROM sessions AS s "
+            "LEFT JOIN messages AS m ON m.session_pk = s.pk AND m.id = %s "
+            "WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s",
+            (message_id, scope.tenant, scope.user, session_id),
+        )
+        if not rows:
             raise SessionNotFound(f"no session {session_id!r} in this scope")
+        row = rows[0]
         return None if row[1] is None else message_from_row(row[1:])
 
     def get_path(
@@ -638,13 +654,14 @@ class SQLStore(SQLState, SQLDocuments):
     ) -> list[Message]:
         check_limit(limit)
         steps = limit or FOREVER
+        if leaf is None:
+            # The common read (a one-chain session's latest messages) in one statement.
+            rows = self._read_alone(
+                shared.LINEAR_HEAD_SQL, (steps, scope.tenant, scope.user, session_id)
+            )
+            if rows:
+                return decode_rows(rows)
         with self._begin() as tx:
-            if leaf is None:
-                rows = tx.fetchall(
-                    shared.LINEAR_HEAD_SQL, (steps, scope.tenant, scope.user, session_id)
-                )
-                if rows:
-                    return decode_rows(rows)
             pk, head_id, _, _ = self._locate(tx, scope, session_id, leaf)
             start = head_id if leaf is None else leaf
             if start is None:
@@ -663,8 +680,8 @@ class SQLStore(SQLState, SQLDocuments):
         return decode_rows(rows)
 
     def get_path_length(self, scope: Scope, session_id: str, leaf: str | None) -> int:
-        with self._begin() as tx:
-            _, head_id, head_depth, depth = self._locate(tx, scope, session_id, leaf)
+        rows = self._read_alone(shared.LOCATE_SQL, (leaf, scope.tenant, scope.user, session_id))
+        _, head_id, head_depth, depth = _located(rows[0] if rows else None, session_id, leaf)
         if leaf is not None:
             return int(depth or 0) + 1
         return 0 if head_id is None else head_depth + 1

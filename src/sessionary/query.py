@@ -60,6 +60,7 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "Query",
     "Term",
+    "is_word_char",
     "parse_query",
     "to_fts5",
     "words",
@@ -120,7 +121,7 @@ def words(text: str) -> list[str]:
     if text.isascii():  # already NFC; a regular expression finds the same runs sooner
         return _ASCII_WORD.findall(text)
     normal = unicodedata.normalize("NFC", text)
-    return ["".join(run) for keep, run in itertools.groupby(normal, _is_word_char) if keep]
+    return ["".join(run) for keep, run in itertools.groupby(normal, is_word_char) if keep]
 
 
 def parse_query(
@@ -181,7 +182,8 @@ def to_fts5(query: Query) -> str:
     return f"({positive}) NOT ({excluded})"
 
 
-def _is_word_char(char: str) -> bool:
+def is_word_char(char: str) -> bool:
+    """Whether `char` belongs in a word: a letter, a digit or a private-use character."""
     category = unicodedata.category(char)
     return category[0] in "LN" or category == "Co"
 
@@ -211,7 +213,7 @@ def _bare_term(bare: str) -> tuple[bool, Term] | None:
     if not found:
         return None
     # The `*` must sit right on a word: "foo*" is a prefix, "foo.*" and "foo-bar*" are not.
-    prefix = len(found) == 1 and stem != body and _is_word_char(stem[-1])
+    prefix = len(found) == 1 and stem != body and is_word_char(stem[-1])
     return excluded, Term(" ".join(found), prefix=prefix)
 
 

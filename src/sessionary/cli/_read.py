@@ -382,7 +382,7 @@ def search_command(
         env.note("no matches")
     with env.paged():
         for hit in hits:
-            env.print(render_hit(hit, None), soft_wrap=True)
+            env.print(render_hit(hit), soft_wrap=True)
 
 
 # ---------------------------------------------------------------------------- scopes

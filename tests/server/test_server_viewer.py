@@ -164,4 +164,5 @@ def test_viewer_shows_tree_memory_state_and_search(served: Any, browser: Any) ->
     browser.find_element(By.CSS_SELECTOR, "#search-form button").click()
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".hit mark")))
     marks = find(By.CSS_SELECTOR, ".hit mark")
-    assert all(mark.text.lower() == "decimal" for mark in marks)
+    assert marks and all(mark.text.lower() == "decimal" for mark in marks)
+    assert not any("****" in hit.text for hit in find(By.CSS_SELECTOR, ".hit"))

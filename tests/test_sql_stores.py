@@ -20,6 +20,7 @@ from sessionary.errors import BackendNotInstalled, InvalidURL, SchemaError, Stor
 from sessionary.query import parse_query
 from sessionary.records import Scope
 from sessionary.stores import _mysql_sql, _postgres_sql
+from sessionary.stores._sql_common import search_text
 from sessionary.stores.mysql import connect_options
 from sessionary.stores.urls import parse_store_url
 
@@ -303,3 +304,20 @@ async def test_mysql_an_append_cancelled_in_a_search_catch_up_ends_cancelled(
             assert [hit.message_id for hit in await manager.search("pelican")] == [queued.id]
     finally:
         blocker.close()
+
+
+def test_a_version_2_postgres_schema_gets_folded_unstemmed_search(postgres_url: str) -> None:
+    """Version 2 indexed English stems: `deploy` found "deployment", `naive` missed "Naïve"."""
+    with sessionary.SessionManager(postgres_url) as old:
+        store: Any = old.store
+        store._dialect.migrations = store._dialect.migrations[:2]  # this instance only
+        store._dialect.index_text = search_text  # as version 2 wrote messages.text
+        old.create(id="kept").append(Message.user("Naïve deployment FAILED"))
+        owner = (old.scope, "user", None)
+        store.put_document(*owner, "notes", "k", {}, "Café deployed", "user", None)
+    with sessionary.SessionManager(postgres_url) as new:
+        assert [h.snippet for h in new.search("naive deploym*")] == ["Naïve deployment FAILED"]
+        assert new.search("deploy") == [] and len(new.search("failed")) == 1
+        hits = new.store.search_documents(*owner, None, parse_query("cafe deployed"), 5)
+        assert [h.key for h in hits] == ["k"]
+    assert _migrations(postgres_url) == _migration_names(postgres_url)

@@ -47,7 +47,7 @@ __all__ = [
     "word_offsets",
 ]
 
-SEARCH_POOL = 1000
+SEARCH_POOL = 200
 """The most candidates a store's index hands over for one search: when more messages
 match, the hits are ranked among the newest `SEARCH_POOL` of them (on every store)."""
 
@@ -74,6 +74,8 @@ class TextMatch:
 
 def fold(word: str) -> str:
     """Case- and accent-fold a word, as SQLite's unicode61 tokenizer does by default."""
+    if word.isascii():
+        return word.lower()
     decomposed = unicodedata.normalize("NFKD", word.casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
@@ -116,9 +118,10 @@ def _starts(term: Term, wanted: list[str], tokens: list[str]) -> Iterable[int]:
     )
 
 
-def _term_hits(term: Term, tokens: list[str]) -> set[int]:
-    """Return the token positions where `term` matches."""
-    wanted = [fold(w) for w in words(term.text)]
+def _term_hits(term: Term, tokens: list[str], wanted: list[str] | None = None) -> set[int]:
+    """Return the token positions where `term` (its folded words `wanted`) matches."""
+    if wanted is None:
+        wanted = _wanted(term)
     if not wanted:
         return set()
     found: set[int] = set()
@@ -128,6 +131,10 @@ def _term_hits(term: Term, tokens: list[str]) -> set[int]:
         found.update(range(max(start, covered), end))
         covered = end
     return found
+
+
+def _wanted(term: Term) -> list[str]:
+    return [fold(w) for w in words(term.text)]
 
 
 def word_offsets(text: str) -> list[tuple[int, int]]:
@@ -149,20 +156,50 @@ def word_offsets(text: str) -> list[tuple[int, int]]:
 
 def match_text(query: Query, text: str) -> TextMatch | None:
     """Match `text` against `query`: its rank, snippet and spans, or None if it misses."""
-    if not text.isascii():
+    found = _match(query, text)
+    return None if found is None else found.result()
+
+
+@dataclass(slots=True)
+class _Found:
+    """A text that matched: enough to rank it, and to cut its snippet only if it is shown."""
+
+    rank: float
+    text: str
+    marked: set[int]
+
+    def result(self) -> TextMatch:
+        snippet, spans = _snippet(self.text, word_offsets(self.text), self.marked)
+        return TextMatch(self.rank, snippet, spans)
+
+
+_Wanted = tuple[tuple[Term, list[str]], ...]
+"""Terms, each with its folded words."""
+_Compiled = tuple[tuple[_Wanted, ...], _Wanted]
+"""A query's groups and exclusions, each term with its folded words."""
+
+
+def _compile(query: Query) -> _Compiled:
+    groups = tuple(tuple((t, _wanted(t)) for t in group) for group in query.groups)
+    return groups, tuple((t, _wanted(t)) for t in query.excluded)
+
+
+def _match(query: Query | _Compiled, text: str) -> _Found | None:
+    groups, excluded = _compile(query) if isinstance(query, Query) else query
+    if text.isascii():  # folding ASCII is lowering it; a regular expression finds words sooner
+        tokens = _ASCII_WORD.findall(text.lower())
+    else:
         text = unicodedata.normalize("NFC", text)
-    offsets = word_offsets(text)
-    tokens = [fold(text[a:b]) for a, b in offsets]
+        tokens = [fold(word) for word in words(text)]
     marked: set[int] = set()
-    for group in query.groups:
-        group_hits = set().union(*(_term_hits(t, tokens) for t in group))
+    for group in groups:
+        group_hits = set().union(*(_term_hits(t, tokens, w) for t, w in group))
         if not group_hits:
             return None
         marked |= group_hits
-    if any(_term_hits(t, tokens) for t in query.excluded):
+    if any(_term_hits(t, tokens, w) for t, w in excluded):
         return None
-    snippet, spans = _snippet(text, offsets, marked)
-    return TextMatch(len(marked) / len(tokens), snippet, spans)
+    return _Found(len(marked) / len(tokens), text, marked)
 
 
 def best_matches(
@@ -179,18 +216,19 @@ def best_matches(
     matches (all if None) are ranked.
     """
     seen: set[Hashable] = set()
-    found: list[tuple[_T, TextMatch]] = []
+    found: list[tuple[_T, _Found]] = []
+    compiled = _compile(query)
     for identity, payload, text in candidates:
         if identity in seen:
             continue
         seen.add(identity)
-        match = match_text(query, text)
+        match = _match(compiled, text)
         if match is not None:
             found.append((payload, match))
             if len(found) == pool:
                 break
     found.sort(key=lambda item: -item[1].rank)  # stable: ties stay newest first
-    return found[:limit]
+    return [(payload, match.result()) for payload, match in found[:limit]]
 
 
 def pool_size(limit: int) -> int:

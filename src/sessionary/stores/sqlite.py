@@ -559,7 +559,8 @@ class SQLiteEngine(SQLiteDocuments):
         if role is not None:
             sql += " AND m.role = ?"
             params.append(role)
-        sql += " ORDER BY m.seq DESC LIMIT ?"  # the newest candidates, ranked in Python
+        # The newest candidates (rowid is seq), which FTS5 streams in that order.
+        sql += " ORDER BY messages_fts.rowid DESC LIMIT ?"
         with self._read() as db:
             if session_id is not None:
                 self._session_pk(db, scope, session_id)

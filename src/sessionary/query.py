@@ -24,14 +24,15 @@ The language, web-search style:
 
 Words are runs of letters, digits and private-use characters (Unicode categories ``L*``,
 ``N*`` and ``Co``) after NFC normalisation, the characters SQLite's ``unicode61``
-tokenizer keeps in tokens. Case is kept; the search engines fold it themselves.
+tokenizer keeps in tokens. Case is kept here; matching folds case and accents and never
+stems (see `sessionary.stores._textmatch`, which decides every store's hits).
 
 Limits, the same on every backend: a query is at most `MAX_QUERY_LENGTH` (1,000)
 characters and holds at most `MAX_QUERY_TERMS` (32) terms, excluded ones included; a
 phrase may hold as many words as that length allows (up to 500). More is `InvalidQuery`.
 Every backend searches any query within these limits (MySQL's InnoDB takes a phrase of
-at most 128 words, so its dialect splits a longer one); what each index can find differs
-as its tokenizer does (see the store modules and the README).
+at most 128 words, so its dialect splits a longer one); what an index cannot hand over
+as a candidate cannot be found (see the store modules and the README).
 
 Examples:
     >>> query = parse_query('pet cat OR dog -"hot dog"')

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import sessionary
 from sessionary import Message, ReasoningPart, TextPart, ToolCallPart, _demo, cli
@@ -148,7 +149,7 @@ def test_demo_shows_tree_history_search_and_hints(demo: dict[str, str], url: str
     assert "← src/shop/discount.py:3:from decimal import Decimal" in out
     assert "TypeError: unsupported operand type(s)" in out
     assert "✻ Tests broke after a merge" in out  # reasoning, abbreviated
-    assert "**Decimal**" in out  # search snippets printed as the store gives them
+    assert "**Decimal**" not in out and "****" not in out  # hits are styled, not marked
     assert f"sessionary --db {url} context {demo['main']}" in out
     assert "\x1b[" not in out  # no colours off a terminal
 
@@ -397,7 +398,7 @@ def test_search(capsys: pytest.CaptureFixture[str], demo: dict[str, str], url: s
     lines = out.splitlines()
     assert len(lines) == 6
     assert "session " in lines[0] and "message " in lines[0] and "rank " in lines[0]
-    assert "**TypeError**" in out  # as the store marked it: see render_hit
+    assert "**TypeError**" not in out  # hits are styled by span, never marked in-band
 
 
 def test_search_filters_and_json(
@@ -408,7 +409,18 @@ def test_search_filters_and_json(
     assert hits and {hit["role"] for hit in hits} == {"tool"}
     hits = json.loads(run(capsys, *args, "--session", demo["fork"][:-3])[1])
     assert hits and {hit["session_id"] for hit in hits} == {demo["fork"]}
-    assert set(hits[0]) == {"session_id", "message_id", "role", "rank", "snippet", "created_at"}
+    assert set(hits[0]) == {
+        "session_id",
+        "message_id",
+        "role",
+        "rank",
+        "snippet",
+        "spans",
+        "created_at",
+    }
+    for hit in hits:
+        assert {hit["snippet"][a:b].lower() for a, b in hit["spans"]} == {"decimal"}
+        assert hit["spans"] and 0 < hit["rank"] <= 1
 
 
 def test_search_no_match(
@@ -791,3 +803,25 @@ def test_examples_are_listed_and_printed(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0 and out.startswith('"""Sessions:') and "SessionManager(" in out
     code, _, err = run(capsys, "examples", "nope")
     assert code == 2 and "no example 'nope'" in err
+
+
+def test_search_prints_the_authors_markdown_as_written(tmp_path: Path) -> None:
+    """An author's `**bold**` is not a hit, and the CLI adds no `**` of its own."""
+    url = f"sqlite:///{tmp_path}/md.db"
+    with sessionary.SessionManager(url) as manager:
+        chat = manager.create()
+        chat.append(Message.assistant("This is **important**: run `make deploy` first"))
+        chat.append(Message.user("deploy it"))
+    runner = CliRunner()
+    result = runner.invoke(root, ["--db", url, "search", "deploy"])
+    assert result.exit_code == 0, result.output
+    assert "This is **important**: run `make deploy` first" in result.output
+    assert "**deploy**" not in result.output and "****" not in result.output
+    result = runner.invoke(root, ["--db", url, "search", "deploy", "--json"])
+    hits = json.loads(result.output)
+    assert {hit["snippet"] for hit in hits} == {
+        "This is **important**: run `make deploy` first",
+        "deploy it",
+    }
+    for hit in hits:
+        assert [hit["snippet"][a:b] for a, b in hit["spans"]] == ["deploy"]

@@ -124,3 +124,15 @@ def test_import_draws_a_progress_bar(setup: dict[str, object]) -> None:
     assert "imported 1 session (120 messages)" in screen
     assert "import" in screen and "\x1b[" in screen  # the bar, drawn in place
     assert "kB read" not in screen  # not the plain lines meant for a pipe
+
+
+def test_search_hits_are_styled_on_a_terminal_and_never_marked(setup: dict[str, object]) -> None:
+    env = setup["env"]
+    assert isinstance(env, dict)
+    with sessionary.SessionManager(str(setup["url"])) as manager:
+        manager.create().append(Message.user("a **bold** claim about zebras"))
+    args = ("--db", str(setup["url"]), "--no-pager", "search", "zebras")
+    code, screen = on_terminal(*args, env=env)
+    assert code == 0, screen
+    assert "\x1b[1;7mzebras\x1b[0m" in screen  # the span, in bold reverse video
+    assert "a **bold** claim about" in screen and "****" not in screen

@@ -16,7 +16,7 @@ from sessionary import query as query_module
 from sessionary.errors import InvalidInput, InvalidQuery
 from sessionary.query import Query, Term, parse_query, to_fts5, words
 from sessionary.stores._mysql_sql import MySQLDialect, _token
-from sessionary.stores._textmatch import _term_hits, fold, marked_snippet
+from sessionary.stores._textmatch import _term_hits, fold, match_text
 
 ROWS = {
     1: "the quick brown fox jumps",
@@ -58,6 +58,7 @@ def test_public_names() -> None:
         "MAX_QUERY_TERMS",
         "Query",
         "Term",
+        "is_word_char",
         "parse_query",
         "to_fts5",
         "words",
@@ -406,21 +407,48 @@ def test_a_long_phrase_over_a_long_repetitive_text_is_found_everywhere() -> None
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("query", "text", "snippet", "hits"),
     [
-        ("one \x02two\x03 three", "one **two** three"),
-        ("\x02Two\x03, words!", "**Two** words"),
+        ("two", "one two three", "one two three", ["two"]),
+        ("words", "**Two**, words!", "**Two**, words!", ["words"]),
+        ("two", "**Two**, words!", "**Two**, words!", ["Two"]),
+        ("bold", "a ****bold**** claim", "a ****bold**** claim", ["bold"]),
         (
-            " ".join(map(str, range(30))).replace("20", "\x0220\x03"),
-            "… "
-            + " ".join(map(str, range(16, 20)))
-            + " **20** "
-            + " ".join(map(str, range(21, 30))),
+            "20",
+            " ".join(map(str, range(40))),
+            "… " + " ".join(map(str, range(16, 32))) + " …",
+            ["20"],
         ),
-        ("x" * 1000 + " y \x02z\x03", "… y **z**"),  # the cut half of a word is dropped
-        ("\x02a\x03 " + "b " * 5000, "**a** " + "b " * 15 + "…"),
-        ("no marks at all", "no marks at all"),
+        ("z", "x" * 1000 + " y z", "… " + "x" * 77 + " y z", ["z"]),  # a long word is cut
+        ("a", "a " + "b " * 5000, "a " + "b " * 14 + "b …", ["a"]),
+        ("ca*", "  Ça\n\n\tva  ", "Ça va", ["Ça"]),
+        ('"b c"', "a b\nc d", "a b c d", ["b", "c"]),
     ],
 )
-def test_snippets_cut_from_a_highlighted_text(text: str, expected: str) -> None:
-    assert marked_snippet(text) == expected
+def test_snippets_are_the_text_as_written_with_spans_on_the_hits(
+    query: str, text: str, snippet: str, hits: list[str]
+) -> None:
+    found = match_text(parse_query(query), text)
+    assert found is not None
+    assert found.snippet == snippet
+    assert [found.snippet[a:b] for a, b in found.spans] == hits
+
+
+def test_a_text_the_query_misses_has_no_match() -> None:
+    assert match_text(parse_query("cat"), "category") is None
+    assert match_text(parse_query("cat -dog"), "cat and dog") is None
+    assert match_text(parse_query("cat*"), "") is None
+
+
+@given(st.text(max_size=300), st.sampled_from(["a", "b*", "ab", '"a b"', "é", "1"]))
+@settings(max_examples=300)
+def test_spans_always_lie_on_matched_words_of_the_snippet(text: str, query: str) -> None:
+    parsed = parse_query(query)
+    found = match_text(parsed, text)
+    if found is None:
+        return
+    assert 0 < found.rank <= 1
+    ends = [0, *(x for span in found.spans for x in span), len(found.snippet)]
+    assert ends == sorted(ends)
+    for a, b in found.spans:
+        assert words(found.snippet[a:b]) == [found.snippet[a:b]]

@@ -421,3 +421,40 @@ def test_a_version_3_file_is_upgraded_in_place(tmp_path: Path) -> None:
         triggers = {r for (r,) in db.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
         assert "messages_move_head" not in triggers
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+# ---------------------------------------------------------------- migration 5: unstemmed search
+
+
+def test_a_version_4_file_gets_unstemmed_search_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Version 4 indexed porter stems: `deploym*` could not find "deployment"."""
+    path = tmp_path / "v4.db"
+    url = f"sqlite:///{path}"
+    with monkeypatch.context() as patch:
+        patch.setattr(_sqlite_base, "MIGRATIONS", MIGRATIONS[:4])
+        with sessionary.SessionManager(url) as old:
+            chat = old.create(id="old")
+            chat.append(Message.user("deployment failed"))
+            assert len(old.search("deployment")) == 1  # brings the index up to date
+            chat.append(Message.user("indexed only at the next search"))
+            store = old.store
+            store.put_document(old.scope, "user", None, "notes", "k", {}, "deployed", "user", None)
+    assert _applied(path) == [1, 2, 3, 4]
+    with sqlite3.connect(path) as db:
+        count = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?"
+        assert db.execute(count, ("deployments",)).fetchone() == (1,)  # both stem to deploy
+        assert db.execute(count, ("deploym*",)).fetchone() == (0,)  # the prefix bug
+    with sessionary.SessionManager(url) as new:
+        assert _applied(path) == [v for v, _, _ in MIGRATIONS]
+        assert [h.snippet for h in new.search("deploym*")] == ["deployment failed"]
+        assert new.search("deploy") == []
+        assert [h.snippet for h in new.search("next")] == ["indexed only at the next search"]
+        query = sessionary.query.parse_query("deploy*")
+        hits = new.store.search_documents(new.scope, "user", None, None, query, 5)
+        assert [h.key for h in hits] == ["k"]
+    with sqlite3.connect(path) as db:
+        sql = db.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()
+        assert "porter" not in sql[0]
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

@@ -79,12 +79,17 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class EntryHit:
-    """One entry matching a search of a searchable block; higher rank is better."""
+    """One entry matching a search of a searchable block; higher rank is better.
+
+    `spans` are the matched words as ``(start, end)`` offsets into `snippet` (see
+    `SearchHit`); a provider that cannot tell leaves them empty.
+    """
 
     key: str
     snippet: str
     title: str = ""
     rank: float = 0.0
+    spans: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from typing import Any
 from sessionary.blocks import BlockVersion, Entry, EntryHit, check_label
 from sessionary.errors import InvalidInput, Unsupported, VersionConflict
 from sessionary.query import parse_query
-from sessionary.records import Document, Scope, StateLevel
+from sessionary.records import Document, Scope, SearchHit, StateLevel
 from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH, AsyncStore
 
 __all__ = [
@@ -235,7 +235,7 @@ class AsyncStoredSearch(AsyncStoredEntries):
         hits = await self.store.search_documents(
             *self._owner(), self._namespace(), parse_query(query), limit
         )
-        return [EntryHit(hit.key, hit.snippet, rank=hit.rank) for hit in hits]
+        return [EntryHit(hit.key, hit.snippet, rank=hit.rank, spans=hit.spans) for hit in hits]
 
 
 class AsyncSessionHistory:
@@ -260,9 +260,11 @@ class AsyncSessionHistory:
     async def search(self, query: str, limit: int) -> list[EntryHit]:
         """Return the messages best matching `query`, keyed ``<session id>/<message id>``."""
         hits = await self.store.search(self.scope, parse_query(query), limit, None, None)
-        return [
-            EntryHit(
-                f"{hit.session_id}/{hit.message_id}", f"[{hit.role}] {hit.snippet}", "", hit.rank
-            )
-            for hit in hits
-        ]
+        return [_history_hit(hit) for hit in hits]
+
+
+def _history_hit(hit: SearchHit) -> EntryHit:
+    """A message hit as a history entry: its role before its snippet, spans moved along."""
+    head = f"[{hit.role}] "
+    spans = tuple((a + len(head), b + len(head)) for a, b in hit.spans)
+    return EntryHit(f"{hit.session_id}/{hit.message_id}", head + hit.snippet, "", hit.rank, spans)

@@ -24,14 +24,15 @@ The language, web-search style:
 
 Words are runs of letters, digits and private-use characters (Unicode categories ``L*``,
 ``N*`` and ``Co``) after NFC normalisation, the characters SQLite's ``unicode61``
-tokenizer keeps in tokens. Case is kept; the search engines fold it themselves.
+tokenizer keeps in tokens. Case is kept here; matching folds case and accents and never
+stems (see `sessionary.stores._textmatch`, which decides every store's hits).
 
 Limits, the same on every backend: a query is at most `MAX_QUERY_LENGTH` (1,000)
 characters and holds at most `MAX_QUERY_TERMS` (32) terms, excluded ones included; a
 phrase may hold as many words as that length allows (up to 500). More is `InvalidQuery`.
 Every backend searches any query within these limits (MySQL's InnoDB takes a phrase of
-at most 128 words, so its dialect splits a longer one); what each index can find differs
-as its tokenizer does (see the store modules and the README).
+at most 128 words, so its dialect splits a longer one); what an index cannot hand over
+as a candidate cannot be found (see the store modules and the README).
 
 Examples:
     >>> query = parse_query('pet cat OR dog -"hot dog"')
@@ -60,6 +61,7 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "Query",
     "Term",
+    "is_word_char",
     "parse_query",
     "to_fts5",
     "words",
@@ -120,7 +122,7 @@ def words(text: str) -> list[str]:
     if text.isascii():  # already NFC; a regular expression finds the same runs sooner
         return _ASCII_WORD.findall(text)
     normal = unicodedata.normalize("NFC", text)
-    return ["".join(run) for keep, run in itertools.groupby(normal, _is_word_char) if keep]
+    return ["".join(run) for keep, run in itertools.groupby(normal, is_word_char) if keep]
 
 
 def parse_query(
@@ -181,7 +183,8 @@ def to_fts5(query: Query) -> str:
     return f"({positive}) NOT ({excluded})"
 
 
-def _is_word_char(char: str) -> bool:
+def is_word_char(char: str) -> bool:
+    """Whether `char` belongs in a word: a letter, a digit or a private-use character."""
     category = unicodedata.category(char)
     return category[0] in "LN" or category == "Co"
 
@@ -211,7 +214,7 @@ def _bare_term(bare: str) -> tuple[bool, Term] | None:
     if not found:
         return None
     # The `*` must sit right on a word: "foo*" is a prefix, "foo.*" and "foo-bar*" are not.
-    prefix = len(found) == 1 and stem != body and _is_word_char(stem[-1])
+    prefix = len(found) == 1 and stem != body and is_word_char(stem[-1])
     return excluded, Term(" ".join(found), prefix=prefix)
 
 

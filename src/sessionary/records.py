@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -25,6 +25,7 @@ __all__ = [
     "Parent",
     "Scope",
     "SearchHit",
+    "mark_spans",
     "SessionFilter",
     "SessionInfo",
     "SessionUpdate",
@@ -138,7 +139,22 @@ class Page(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One message matching a search, with a highlighted snippet; higher rank is better."""
+    """One message matching a search.
+
+    Attributes:
+        session_id: The session holding the message (a message copied into a fork is
+            one hit per session that holds it).
+        message_id: The message's id.
+        role: The message's role.
+        snippet: A window of the message's text as its author wrote it (runs of
+            whitespace shown as one space, "…" where text was left out); nothing in it
+            marks the hits.
+        rank: The share of the text's words that the query matched, in (0, 1]; higher
+            is better, and it means the same on every store.
+        created_at: When the message was created.
+        spans: The matched words, as ``(start, end)`` offsets into `snippet`
+            (``snippet[start:end]``), in order; style them to highlight the hits.
+    """
 
     session_id: str
     message_id: str
@@ -146,6 +162,7 @@ class SearchHit:
     snippet: str
     rank: float
     created_at: datetime
+    spans: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,13 +196,44 @@ class Document:
 
 @dataclass(frozen=True, slots=True)
 class DocumentHit:
-    """One document (its latest version) matching a search; higher rank is better."""
+    """One document (its latest version) matching a search.
+
+    `snippet`, `rank` and `spans` are as `SearchHit`'s: the author's text with the
+    matched words' offsets beside it, and a rank in (0, 1], higher is better.
+    """
 
     namespace: str
     key: str
     snippet: str
     rank: float
     version: int
+    spans: tuple[tuple[int, int], ...] = ()
+
+
+HIT_MARKS = ("«", "»")
+"""What `mark_spans` puts around a hit by default: characters markdown gives no meaning."""
+
+
+def mark_spans(
+    snippet: str, spans: Sequence[tuple[int, int]], marks: tuple[str, str] = HIT_MARKS
+) -> str:
+    """Return `snippet` with each span wrapped in `marks`, for readers of plain text.
+
+    `SearchHit.spans` are offsets, so a renderer that can style text (a terminal, a web
+    page) should style them instead. Plain text for a model marks them in-band with
+    characters that markdown gives no meaning: ``«hit»``.
+
+    Examples:
+        >>> mark_spans("see **/var/log/app.log**", ((8, 11),))
+        'see **/«var»/log/app.log**'
+    """
+    out: list[str] = []
+    at = 0
+    for start, end in spans:
+        out += [snippet[at:start], marks[0], snippet[start:end], marks[1]]
+        at = end
+    out.append(snippet[at:])
+    return "".join(out)
 
 
 def encode_cursor(*values: Any) -> str:

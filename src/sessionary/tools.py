@@ -27,7 +27,7 @@ from sessionary.errors import SessionaryError, SessionNotFound
 from sessionary.ids import check_id
 from sessionary.model import Message
 from sessionary.query import parse_query
-from sessionary.records import Scope, SessionFilter
+from sessionary.records import Scope, SessionFilter, mark_spans
 from sessionary.stores.base import AsyncStore
 from sessionary.toolspec import (
     ToolFormat,
@@ -91,8 +91,17 @@ def _usage(block: ContextBlock) -> str:
     return f"Usage: {block.tokens} tokens"
 
 
+_MATCHES = (
+    "Whole words match, never word stems (deploy* finds deployment); "
+    "matched words are marked «like this»."
+)
+
+
 def _hits(hits: list[EntryHit]) -> str:
-    return "\n\n".join(f"[{hit.key}]\n{hit.snippet}" for hit in hits) or _NO_RESULTS
+    return (
+        "\n\n".join(f"[{hit.key}]\n{mark_spans(hit.snippet, hit.spans)}" for hit in hits)
+        or _NO_RESULTS
+    )
 
 
 def _quoted(labels: list[str]) -> str:
@@ -223,7 +232,7 @@ class AsyncToolBox:
         text = (
             f"Full-text search one context block. Only these blocks are searchable: "
             f'{_quoted(labels)}. Words must all match; use OR for alternatives, "..." for '
-            "a phrase, a trailing * for a prefix."
+            "a phrase, a trailing * for a prefix. " + _MATCHES
         )
         properties = {
             "label": _string("The block to search.", enum=labels),
@@ -233,7 +242,7 @@ class AsyncToolBox:
         return ToolSpec("search_context", text, _schema(properties, "label", "query"))
 
     async def _spec_session_search(self) -> ToolSpec:
-        text = "Search the messages of all your past sessions with this user."
+        text = "Search the messages of all your past sessions with this user. " + _MATCHES
         properties = {
             "query": _string("What to look for.", minLength=1, maxLength=1000),
             "limit": _integer("The most results", 10, 50),
@@ -340,7 +349,8 @@ class AsyncToolBox:
         query = parse_query(args["query"])
         hits = await self.store.search(self.scope, query, args.get("limit", 10), None, None)
         lines = [
-            f"[session {h.session_id} · {h.role} · {h.created_at:%Y-%m-%d %H:%M}] {h.snippet}"
+            f"[session {h.session_id} · {h.role} · {h.created_at:%Y-%m-%d %H:%M}] "
+            + mark_spans(h.snippet, h.spans)
             for h in hits
         ]
         return "\n---\n".join(lines) or _NO_RESULTS

@@ -325,7 +325,8 @@ def test_search_matches_latest_versions_only(library: Docs) -> None:
     assert [(h.namespace, h.key) for h in hits] == [("block.notes", "birds")]
     flamingo = library.search("flamingo")
     assert [(h.key, h.version) for h in flamingo] == [("cats", 2)]
-    assert "**flamingo**" in flamingo[0].snippet
+    assert flamingo[0].snippet == "The flamingo dances near the harbour"
+    assert flamingo[0].spans == ((4, 12),)
     assert {h.key for h in library.search("harbour")} == {"cats", "dogs"}
     assert {h.key for h in library.search("harbour -heron")} == {"cats"}
     assert {h.key for h in library.search("flamingo OR heron")} == {"cats", "dogs", "birds"}

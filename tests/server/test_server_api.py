@@ -55,7 +55,9 @@ async def test_sessions_messages_branches_and_search(served: Served) -> None:
 
         hits = (await c.get("/v1/search", params={"q": "libfoo"})).json()["hits"]
         assert [(h["message_id"], h["session_id"]) for h in hits] == [(q["id"], "chat")]
-        assert "**libfoo**" in hits[0]["snippet"] and hits[0]["created_at"]
+        snippet, spans = hits[0]["snippet"], hits[0]["spans"]
+        assert [snippet[a:b] for a, b in spans] == ["libfoo"] and hits[0]["created_at"]
+        assert "**" not in snippet and 0 < hits[0]["rank"] <= 1
         none = (await c.get("/v1/search", params={"q": "libfoo", "role": "assistant"})).json()
         assert none["hits"] == []
 
@@ -81,6 +83,20 @@ async def _append_raw(c: httpx.AsyncClient, sid: str, **body: Any) -> httpx.Resp
     return await c.post(
         f"/v1/sessions/{sid}/messages", json={"messages": [_msg("user", "x")], **body}
     )
+
+
+async def test_search_returns_the_authors_text_with_spans(served: Served) -> None:
+    async with served.client(await served.token("acme")) as c:
+        assert (await c.post("/v1/sessions", json={"id": "md"})).status_code == 201
+        text = "This is **important**: run `make deploy` in /srv/app"
+        await _append(c, "md", _msg("assistant", text), _msg("user", "deploy* please"))
+        hits = (await c.get("/v1/search", params={"q": "deploy"})).json()["hits"]
+        assert {h["snippet"] for h in hits} == {text, "deploy* please"}  # as written
+        for hit in hits:
+            assert [hit["snippet"][a:b] for a, b in hit["spans"]] == ["deploy"]
+        hits = (await c.get("/v1/search", params={"q": "important OR srv"})).json()["hits"]
+        (hit,) = hits
+        assert [hit["snippet"][a:b] for a, b in hit["spans"]] == ["important", "srv"]
 
 
 async def test_state_etag_and_if_match(served: Served) -> None:

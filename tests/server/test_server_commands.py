@@ -72,6 +72,6 @@ async def test_mcp_over_stdio(tmp_path: Path) -> None:
         names = [t.name for t in (await client.list_tools()).tools]
         assert names == ["set_context", "session_search", "session_list", "session_history"]
         found = await client.call_tool("session_search", {"query": "staging"})
-        assert "**staging**" in found.content[0].text
+        assert "the «staging» password rotates" in found.content[0].text
         args = {"session_id": "chat", "label": "memory", "content": "rotate monthly"}
         assert not (await client.call_tool("set_context", args)).is_error

@@ -43,7 +43,7 @@ async def test_bound_server_offers_the_sessions_own_tools(store: AsyncStore) -> 
         done = await client.call_tool("set_context", {"label": "memory", "content": "likes trains"})
         assert not done.is_error and done.content[0].text.startswith("Written to memory")
         found = await client.call_tool("session_search", {"query": "deploy key"})
-        assert "chat-1" in found.content[0].text and "**deploy**" in found.content[0].text
+        assert "chat-1" in found.content[0].text and "«deploy»" in found.content[0].text
         bad = await client.call_tool("set_context", {"label": "nope", "content": "x"})
         assert bad.is_error and "must be one of" in bad.content[0].text
         unknown = await client.call_tool("drop_tables", {})

@@ -164,7 +164,8 @@ def test_viewer_shows_tree_memory_state_and_search(served: Any, browser: Any) ->
     browser.find_element(By.CSS_SELECTOR, "#search-form button").click()
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".hit mark")))
     marks = find(By.CSS_SELECTOR, ".hit mark")
-    assert all(mark.text.lower() == "decimal" for mark in marks)
+    assert marks and all(mark.text.lower() == "decimal" for mark in marks)
+    assert not any("****" in hit.text for hit in find(By.CSS_SELECTOR, ".hit"))
 
 
 def test_api_docs_render_without_network(served: Any, browser: Any) -> None:

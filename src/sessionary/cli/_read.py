@@ -367,7 +367,9 @@ def search_command(
 ) -> None:
     """Full-text search over the messages of every session in the scope, best first.
 
-    Words must all match; "a phrase", pre*, a OR b, -excluded. A search first brings
+    Words must all match; "a phrase", pre*, a OR b, -excluded. Whole words match, never
+    stems (deploy* finds deployment). Snippets are the text as written; the matches are
+    styled on a terminal, and --json gives them as spans. A search first brings
     the store's full-text index up to date (the only write it makes); a SQLite file that
     is not a sessionary database is refused unchanged.
     """
@@ -382,7 +384,7 @@ def search_command(
         env.note("no matches")
     with env.paged():
         for hit in hits:
-            env.print(render_hit(hit, None), soft_wrap=True)
+            env.print(render_hit(hit), soft_wrap=True)
 
 
 # ---------------------------------------------------------------------------- scopes

@@ -440,20 +440,17 @@ def style_spans(text: str, spans: Spans, style: str = "bold reverse") -> Text:
     return styled
 
 
-def render_hit(hit: SearchHit, spans: Spans | None) -> Text:
+def render_hit(hit: SearchHit) -> Text:
     """Return a search hit: its role, where it is and its rank, then its snippet.
 
-    `spans` are the matches' offsets into `hit.snippet`, styled without adding a
-    character. With None the snippet is printed exactly as the store returned it: today
-    stores mark matches in-band with `**`, which cannot be told apart from an author's
-    own markdown, so nothing is styled until `SearchHit` carries spans.
+    The snippet is the author's text; the matched words (`hit.spans`) are styled, never
+    marked with added characters, so an author's own ``**bold**`` reads as written.
     """
     where = f"session {hit.session_id}  message {hit.message_id}"
     head = Text.assemble(
         role_text(hit.role, ROLE_WIDTH), " ", where, "  ", (f"rank {hit.rank:.3g}", "dim")
     )
-    snippet = " ".join(hit.snippet.split()) if spans is None else hit.snippet
-    body = style_spans(snippet, spans or ())
+    body = style_spans(hit.snippet, hit.spans)
     return Text("\n").join([head, Text("  ").append_text(body)])
 
 
@@ -465,5 +462,6 @@ def hit_to_dict(hit: SearchHit) -> dict[str, Any]:
         "role": hit.role,
         "rank": hit.rank,
         "snippet": hit.snippet,
+        "spans": [list(span) for span in hit.spans],
         "created_at": hit.created_at.isoformat(),
     }

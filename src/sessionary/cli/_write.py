@@ -349,7 +349,7 @@ def demo_command(env: Env) -> None:
         Rule("sessionary search Decimal: every session in the scope, best first", align="left")
     )
     for hit in manager.search("Decimal", limit=5):
-        env.print(render_hit(hit, None), soft_wrap=True)
+        env.print(render_hit(hit), soft_wrap=True)
     env.print(Rule("Try next", align="left"))
     short = unique_prefixes([demo.main.id, demo.fork.id])
     for hint in (

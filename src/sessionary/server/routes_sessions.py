@@ -218,7 +218,7 @@ async def search(
 
 
 def _hit(hit: SearchHit) -> dict[str, Any]:
-    # Every field of the hit, so fields SearchHit gains later (match spans) show up as
+    # Every field of the hit (spans as lists), so fields SearchHit gains later show up as
     # keys of the same object without a change here; SearchHitOut lets extra keys through.
     return {**dataclasses.asdict(hit), "created_at": hit.created_at.isoformat()}
 

@@ -157,10 +157,12 @@ class CheckoutRequest(_Strict):
 
 
 class SearchHitOut(BaseModel):
-    """One matching message; `snippet` marks the matches with ``**``.
+    """One matching message.
 
-    Fields the library's `SearchHit` gains later (such as match spans) are passed
-    through as they are.
+    `snippet` is the author's text as written (nothing in it marks a match); `spans`
+    are the matched words as ``[start, end)`` offsets into it; `rank` is the share of
+    the message's words the query matched, in (0, 1], higher is better. Fields the
+    library's `SearchHit` gains later are passed through as they are.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -169,6 +171,7 @@ class SearchHitOut(BaseModel):
     message_id: str
     role: str
     snippet: str
+    spans: list[tuple[int, int]]
     rank: float
     created_at: str
 

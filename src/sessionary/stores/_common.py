@@ -46,7 +46,6 @@ from sessionary.records import (
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
-    "HIGHLIGHT",
     "MAX_AUTHOR_LENGTH",
     "MAX_KEY_LENGTH",
     "Prepared",
@@ -77,8 +76,6 @@ __all__ = [
 ]
 
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-HIGHLIGHT = ("**", "**")
-"""What marks a matched word in a search snippet."""
 
 _LABEL = re.compile(r"[^\x00-\x1f\x7f]*\Z")
 

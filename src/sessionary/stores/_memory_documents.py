@@ -34,7 +34,7 @@ from sessionary.stores._documents import (
     restore_plan,
 )
 from sessionary.stores._rows import now_us
-from sessionary.stores._textmatch import match_text
+from sessionary.stores._textmatch import document_hits, pool_size
 
 __all__ = ["MemoryDocuments"]
 
@@ -191,19 +191,15 @@ class MemoryDocuments:
         check_limit(limit)
         if namespace is not None:
             check_namespace(namespace)
-        hits: list[tuple[int, tuple[str, str], DocumentHit]] = []
+        rows: list[tuple[str, str, int, str]] = []
         with self._lock:
             docs = self._docs.get(self._doc_owner(scope, level, session_id), {})
             for name, versions in docs.items():
                 if not versions or (namespace is not None and name[0] != namespace):
                     continue
-                latest = versions[-1]
-                score, snippet = match_text(query, latest.text)
-                if score:
-                    hit = DocumentHit(name[0], name[1], snippet, float(score), latest.version)
-                    hits.append((-score, name, hit))
-        hits.sort(key=lambda h: (h[0], h[1]))
-        return [hit for _, _, hit in hits[:limit]]
+                rows.append((name[0], name[1], versions[-1].version, versions[-1].text))
+        rows.sort(key=lambda row: (row[0], row[1]))
+        return document_hits(query, rows, limit, pool_size(limit))
 
     def restore_document(
         self,

@@ -16,11 +16,11 @@ in-memory store folds it). `_` is a word character to InnoDB and never part of a
 the query language, so tokens cannot collide with anything, are never too short, and
 are not stopwords. Queries are rendered to `MATCH ... AGAINST (... IN BOOLEAN MODE)`
 from the parsed `Query` (`+(a b)` per group, `"s_a s_b"` for a phrase, `s_a*` for a
-prefix, `-x` per exclusion), bound as a parameter. Every candidate is then checked
-against the query in Python on the message's own text, which also builds the
-highlighted snippet, so the hits are exactly the in-memory store's (no stemming; case
-and accents folded). What differs: words longer than `innodb_ft_max_token_size` (84)
-less 2 characters are not indexed and cannot be found; the rank is InnoDB's relevance.
+prefix, `-x` per exclusion), bound as a parameter. The index only finds candidates, the
+newest first; every one is then checked, ranked and given its snippet in Python on the
+message's own text (`stores._textmatch`), so the hits are exactly the in-memory store's
+(no stemming; case and accents folded). What differs: words longer than
+`innodb_ft_max_token_size` (84) less 2 characters are not indexed and cannot be found.
 A phrase over InnoDB's 128 words is searched by its runs of 128 words and checked whole
 in Python (see `to_boolean_mode`).
 
@@ -55,11 +55,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from sessionary.errors import InvalidQuery
-from sessionary.model import decode_body, from_micros, message_text
 from sessionary.query import Query, Term, words
-from sessionary.records import DocumentHit, Expected, Head, Scope, SearchHit
+from sessionary.records import Expected, Head, Scope
 from sessionary.stores._sql_common import Dialect, Migration
-from sessionary.stores._textmatch import fold, match_text
+from sessionary.stores._textmatch import fold, pool_size
 
 __all__ = ["PHRASE_WORDS", "MySQLDialect", "to_boolean_mode"]
 
@@ -71,7 +70,6 @@ _TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 _LONGEST = 254
 """The longest token a server can index: `s_` and a word of the largest setting of
 `innodb_ft_max_token_size` (252 characters)."""
-_OVERFETCH = 10
 """Candidates fetched beyond `limit`, for the few the Python check may drop."""
 
 _V1: tuple[str, ...] = (
@@ -333,10 +331,10 @@ COMMIT"""
     def search_sql(
         self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
     ) -> tuple[str, list[Any]]:
-        """Candidates by InnoDB relevance, with the message bodies to check them on."""
+        """The newest candidates, with the message bodies to check them on."""
         against = to_boolean_mode(query)
         match = "MATCH (x.text) AGAINST (%s IN BOOLEAN MODE)"
-        params: list[Any] = [against, against, scope.tenant, scope.user]
+        params: list[Any] = [against, scope.tenant, scope.user]
         filters = ""
         if session_id is not None:
             filters += " AND s.id = %s"
@@ -345,25 +343,13 @@ COMMIT"""
             filters += " AND m.role = %s"
             params.append(role)
         sql = (
-            f"SELECT s.id, m.id, m.role, m.created_us, m.data, {match} AS score "
+            "SELECT s.id, m.id, m.role, m.created_us, m.data "
             "FROM message_search AS x JOIN messages AS m ON m.seq = x.seq "
             "JOIN sessions AS s ON s.pk = m.session_pk "
             f"WHERE {match} AND s.tenant = %s AND s.user_id = %s{filters} "
-            "ORDER BY score DESC, m.seq LIMIT %s"
+            "ORDER BY m.seq DESC LIMIT %s"
         )
-        return sql, [*params, limit + _OVERFETCH]
-
-    def search_hits(
-        self, rows: Sequence[Sequence[Any]], query: Query, limit: int
-    ) -> list[SearchHit]:
-        """Keep the best `limit` candidates that match `query` exactly, with snippets."""
-        hits: list[SearchHit] = []
-        for r in rows:
-            text = message_text(decode_body(r[1], r[2], r[3], r[4], None))
-            score, snippet = match_text(query, text)
-            if score:
-                hits.append(SearchHit(r[0], r[1], r[2], snippet, float(r[5]), from_micros(r[3])))
-        return hits[:limit]
+        return sql, [*params, pool_size(limit)]
 
     def index_pending(self, pending: Sequence[Sequence[Any]]) -> list[tuple[str, list[Any]]]:
         """The statements that index a batch of pending messages (rows of `pending_sql`).
@@ -401,32 +387,24 @@ COMMIT"""
     def document_search_sql(
         self, owner: Sequence[str], namespace: str | None, query: Query, limit: int
     ) -> tuple[str, list[Any]]:
-        """Candidates by InnoDB relevance, with the latest text to check them on."""
+        """Candidate latest versions, with their text to check them on."""
         against = to_boolean_mode(query)
         match = "MATCH (d.search) AGAINST (%s IN BOOLEAN MODE)"
         where = "" if namespace is None else " AND d.namespace = %s"
         sql = (
-            f"SELECT d.namespace, d.doc_key, d.text, {match} AS score, d.version "
+            "SELECT d.namespace, d.doc_key, d.version, d.text "
             f"FROM documents AS d WHERE {match} AND d.level = %s AND d.tenant = %s "
             f"AND d.user_id = %s AND d.owner = %s AND d.version > 0{where} "
-            "ORDER BY score DESC, d.namespace, d.doc_key LIMIT %s"
+            "ORDER BY d.namespace, d.doc_key LIMIT %s"
         )
-        params: list[Any] = [against, against, *owner]
+        params: list[Any] = [against, *owner]
         if namespace is not None:
             params.append(namespace)
-        return sql, [*params, limit + _OVERFETCH]
+        return sql, [*params, pool_size(limit)]
 
-    def document_hits(
-        self, rows: Sequence[Sequence[Any]], query: Query, limit: int
-    ) -> list[DocumentHit]:
-        """Keep the best `limit` candidates that match `query` exactly, with snippets."""
-        hits: list[DocumentHit] = []
-        for r in rows:
-            score, snippet = match_text(query, r[2])
-            if score:
-                key = bytes(r[1]).decode()
-                hits.append(DocumentHit(r[0], key, snippet, float(r[3]), int(r[4])))
-        return hits[:limit]
+    def key_value(self, stored: Any) -> str:
+        """A document key as `doc_key` returns it (bytes), as text."""
+        return bytes(stored).decode()
 
 
 def to_boolean_mode(query: Query) -> str:

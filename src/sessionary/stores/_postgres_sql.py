@@ -1,31 +1,28 @@
 """PostgreSQL's SQL: the schema as migrations, and full-text search.
 
 Search uses a stored generated `tsvector` column over `messages.text` with a GIN index,
-so a message is searchable the moment its append commits. The text search
-configuration `sessionary_search` is PostgreSQL's English one with its Snowball stemmer
-but no stopword list: like SQLite's `porter unicode61`, every word can be searched
-("or", "the"), and word forms are folded ("lemurs" finds "lemur"). Accents are not
-folded (SQLite's tokenizer does fold them); composed and decomposed forms match, since
-the indexed text is NFC-normalised.
+so a message is searchable the moment its append commits. `messages.text` holds the
+message's words case- and accent-folded (`stores._textmatch.fold`), one space apart, and
+the text search configuration `sessionary_words` (a copy of `simple`: no stemmer, no
+stopwords) indexes them as they are. Up to version 2 the configuration was English with
+the Snowball stemmer; version 3 re-folds the stored words in SQL (lower case, NFKD, Latin
+combining marks dropped) and rebuilds the index.
 
 A `Query` is rendered to a tsquery string here (terms are runs of letters and digits
-only, each single-quoted): words of a phrase joined by `<->`, a prefix as `:*`, a group
-as `|`, groups joined by `&`, exclusions as `& !(...)`. The string is bound as a
-parameter of `to_tsquery`, never spliced into SQL. A group whose terms hold no word the
-parser indexes (e.g. only `½`) can match nothing, so the query is guarded with
-`numnode(...) > 0` per group rather than letting PostgreSQL drop that group and match
-more than asked.
+only, each folded and single-quoted): words of a phrase joined by `<->`, a prefix as
+`:*`, a group as `|`, groups joined by `&`, exclusions as `& !(...)`. The string is bound
+as a parameter of `to_tsquery`, never spliced into SQL. A group whose terms hold no word
+the parser indexes can match nothing, so the query is guarded with `numnode(...) > 0` per
+group rather than letting PostgreSQL drop that group and match more than asked.
 
-Snippets come from `ts_headline` given only the query's words, any of them
-(`headline_tsquery`), never its phrases: over a text that holds a phrase's words many
-times, `ts_headline` with `<->` takes time and memory that grow much faster than the
-text (a 20-word phrase over 200,000 repeated words asks for a 1.6 GB allocation; a larger
-one got the server process killed by the kernel), while with words alone it takes time
-linear in the text. Matching and ranking read the `tsvector`, which keeps at most 256
-positions per word and none past 16,383, so they stay cheap; the flip side is
-PostgreSQL's own limit: a phrase is found only among a word's first 256 occurrences in a
-message and within its first 16,383 words, and a word over 2,047 bytes is not indexed
-(nor searched: its group matches nothing).
+The index only finds candidates, the newest first: each is checked, ranked and given its
+snippet in Python on the message's own text (`stores._textmatch`), as on every store.
+(`ts_headline` would rebuild a snippet from the indexed words, without the author's
+punctuation, and given a phrase over a long repetitive text it took memory enough to get
+the server process killed.) PostgreSQL's own limits stay: a `tsvector` keeps at most 256
+positions per word and none past 16,383, so a phrase is found only among a word's first
+256 occurrences in a message and within its first 16,383 words, and a word over 2,047
+bytes is not indexed (nor searched: its group matches nothing).
 
 Documents keep their own text in `documents.text` (returned as written) and its words in
 `documents.search` (as `messages.text` does), which the `tsvector` column indexes; only a
@@ -38,19 +35,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from sessionary.errors import InvalidQuery
-from sessionary.model import from_micros
 from sessionary.query import Query, Term, words
-from sessionary.records import DocumentHit, Scope, SearchHit
-from sessionary.stores._common import HIGHLIGHT
+from sessionary.records import Scope
 from sessionary.stores._sql_common import Dialect, Migration
+from sessionary.stores._textmatch import fold, pool_size
 
-__all__ = ["HEADLINE_WORDS", "PostgresDialect", "headline_tsquery", "to_tsquery"]
+__all__ = ["PostgresDialect", "to_tsquery"]
 
-HEADLINE_WORDS = 32
-"""The most distinct words of a query that a snippet highlights."""
-
-_CONFIG = "'sessionary_search'"
-_HEADLINE = f"StartSel={HIGHLIGHT[0]}, StopSel={HIGHLIGHT[1]}, MaxWords=16, MinWords=5"
+_CONFIG = "'sessionary_words'"
+_OLD_CONFIG = "'sessionary_search'"
 
 _V1: tuple[str, ...] = (
     "CREATE TEXT SEARCH DICTIONARY sessionary_stem (TEMPLATE = snowball, LANGUAGE = english)",
@@ -91,7 +84,7 @@ _V1: tuple[str, ...] = (
         created_us BIGINT NOT NULL,
         data TEXT NOT NULL,
         text TEXT NOT NULL,
-        text_tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector({_CONFIG}::regconfig, text)) STORED,
+        text_tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector({_OLD_CONFIG}::regconfig, text)) STORED,
         UNIQUE (session_pk, id)
     )""",
     "CREATE INDEX messages_depth ON messages (session_pk, depth, seq)",
@@ -121,7 +114,8 @@ _V2: tuple[str, ...] = (
         version BIGINT NOT NULL,
         text TEXT NOT NULL,
         search TEXT NOT NULL,
-        search_tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector({_CONFIG}::regconfig, search)) STORED,
+        search_tsv TSVECTOR
+            GENERATED ALWAYS AS (to_tsvector({_OLD_CONFIG}::regconfig, search)) STORED,
         UNIQUE (level, tenant, user_id, owner, namespace, key_hash)
     )""",
     "CREATE INDEX documents_search ON documents USING gin (search_tsv)",
@@ -134,6 +128,23 @@ _V2: tuple[str, ...] = (
         updated_us BIGINT NOT NULL,
         PRIMARY KEY (document_pk, version)
     )""",
+)
+
+_FOLD = r"regexp_replace(normalize(lower({}), NFKD), U&'[\0300-\036F]', '', 'g')"
+"""Folds a column of words in SQL much as `fold` does (for rows written before v3)."""
+
+_V3: tuple[str, ...] = (
+    "CREATE TEXT SEARCH CONFIGURATION sessionary_words (COPY = pg_catalog.simple)",
+    "ALTER TABLE messages DROP COLUMN text_tsv",
+    f"UPDATE messages SET text = {_FOLD.format('text')}",
+    "ALTER TABLE messages ADD COLUMN text_tsv TSVECTOR "
+    f"GENERATED ALWAYS AS (to_tsvector({_CONFIG}::regconfig, text)) STORED",
+    "CREATE INDEX messages_search ON messages USING gin (text_tsv)",
+    "ALTER TABLE documents DROP COLUMN search_tsv",
+    f"UPDATE documents SET search = {_FOLD.format('search')}",
+    "ALTER TABLE documents ADD COLUMN search_tsv TSVECTOR "
+    f"GENERATED ALWAYS AS (to_tsvector({_CONFIG}::regconfig, search)) STORED",
+    "CREATE INDEX documents_search ON documents USING gin (search_tsv)",
 )
 
 
@@ -150,6 +161,7 @@ class PostgresDialect(Dialect):
     migrations: tuple[Migration, ...] = (
         (1, "sessions, messages with a tsvector index, and state", _V1),
         (2, "versioned documents with a tsvector index", _V2),
+        (3, "search indexes of folded whole words, unstemmed", _V3),
     )
 
     def append_sql(self, count: int) -> str:
@@ -223,15 +235,18 @@ SELECT v.* FROM (VALUES {values}) AS v WHERE EXISTS (SELECT FROM moved)"""
         marks = ", ".join(["%s"] * len(columns))
         return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) ON CONFLICT DO NOTHING"
 
+    def index_text(self, text: str) -> str:
+        """What `messages.text` (and `documents.search`) hold: the folded words."""
+        return " ".join(folded_words(text))
+
     def search_sql(
         self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
     ) -> tuple[str, list[Any]]:
-        """The best `limit` matches, ranked by `ts_rank`, with `ts_headline` snippets."""
+        """The newest candidates, with the message bodies to check them on."""
         tsquery = to_tsquery(query)
-        match = f"to_tsquery({_CONFIG}, %s)"
         guards = " AND ".join([f"numnode(to_tsquery({_CONFIG}, %s)) > 0"] * len(query.groups))
         filters = ""
-        params: list[Any] = [tsquery, tsquery, scope.tenant, scope.user]
+        params: list[Any] = [tsquery, scope.tenant, scope.user]
         if session_id is not None:
             filters += " AND s.id = %s"
             params.append(session_id)
@@ -239,55 +254,31 @@ SELECT v.* FROM (VALUES {values}) AS v WHERE EXISTS (SELECT FROM moved)"""
             filters += " AND m.role = %s"
             params.append(role)
         sql = (
-            f"SELECT s.id, m.id, m.role, m.created_us, ts_headline({_CONFIG}, m.text, {match}, "
-            "%s), top.rank FROM ("
-            f"SELECT m.seq, ts_rank(m.text_tsv, {match}) AS rank FROM messages AS m "
+            "SELECT s.id, m.id, m.role, m.created_us, m.data FROM messages AS m "
             "JOIN sessions AS s ON s.pk = m.session_pk "
-            f"WHERE m.text_tsv @@ {match} AND s.tenant = %s AND s.user_id = %s{filters} "
-            f"AND {guards} ORDER BY rank DESC, m.seq LIMIT %s"
-            ") AS top JOIN messages AS m ON m.seq = top.seq "
-            "JOIN sessions AS s ON s.pk = m.session_pk ORDER BY top.rank DESC, top.seq"
+            f"WHERE m.text_tsv @@ to_tsquery({_CONFIG}, %s) AND s.tenant = %s "
+            f"AND s.user_id = %s{filters} AND {guards} ORDER BY m.seq DESC LIMIT %s"
         )
         group_params = [_group_tsquery(group) for group in query.groups]
-        return sql, [headline_tsquery(query), _HEADLINE, *params, *group_params, limit]
-
-    def search_hits(
-        self, rows: Sequence[Sequence[Any]], query: Query, limit: int
-    ) -> list[SearchHit]:
-        """Rows (session, message, role, created_us, snippet, rank) as hits."""
-        del query, limit
-        return [SearchHit(r[0], r[1], r[2], r[4], float(r[5]), from_micros(r[3])) for r in rows]
+        return sql, [*params, *group_params, pool_size(limit)]
 
     def document_search_sql(
         self, owner: Sequence[str], namespace: str | None, query: Query, limit: int
     ) -> tuple[str, list[Any]]:
-        """The best `limit` latest versions, ranked by `ts_rank`, with `ts_headline` snippets."""
-        tsquery = to_tsquery(query)
-        match = f"to_tsquery({_CONFIG}, %s)"
+        """Candidate latest versions, with their text to check them on."""
         guards = " AND ".join([f"numnode(to_tsquery({_CONFIG}, %s)) > 0"] * len(query.groups))
         where = "" if namespace is None else " AND d.namespace = %s"
         sql = (
-            f"SELECT d.namespace, d.doc_key, ts_headline({_CONFIG}, d.search, {match}, %s), "
-            "top.rank, d.version FROM ("
-            f"SELECT d.pk, ts_rank(d.search_tsv, {match}) AS rank FROM documents AS d "
-            f"WHERE d.search_tsv @@ {match} AND d.level = %s AND d.tenant = %s "
-            f"AND d.user_id = %s AND d.owner = %s AND d.version > 0{where} AND {guards} "
-            "ORDER BY rank DESC, d.namespace, d.doc_key LIMIT %s"
-            ") AS top JOIN documents AS d ON d.pk = top.pk "
-            "ORDER BY top.rank DESC, d.namespace, d.doc_key"
+            "SELECT d.namespace, d.doc_key, d.version, d.text FROM documents AS d "
+            f"WHERE d.search_tsv @@ to_tsquery({_CONFIG}, %s) AND d.level = %s "
+            "AND d.tenant = %s AND d.user_id = %s AND d.owner = %s AND d.version > 0"
+            f"{where} AND {guards} ORDER BY d.namespace, d.doc_key LIMIT %s"
         )
-        params: list[Any] = [headline_tsquery(query), _HEADLINE, tsquery, tsquery, *owner]
+        params: list[Any] = [to_tsquery(query), *owner]
         if namespace is not None:
             params.append(namespace)
         params += [_group_tsquery(group) for group in query.groups]
-        return sql, [*params, limit]
-
-    def document_hits(
-        self, rows: Sequence[Sequence[Any]], query: Query, limit: int
-    ) -> list[DocumentHit]:
-        """Rows (namespace, key, snippet, rank, version) as hits."""
-        del query, limit
-        return [DocumentHit(r[0], r[1], r[2], float(r[3]), int(r[4])) for r in rows]
+        return sql, [*params, pool_size(limit)]
 
 
 def to_tsquery(query: Query) -> str:
@@ -304,24 +295,12 @@ def to_tsquery(query: Query) -> str:
     return f"{positive} & !({' | '.join(map(_term_tsquery, query.excluded))})"
 
 
-def headline_tsquery(query: Query) -> str:
-    """The query's words as `ts_headline` is given them: any of them, no phrase.
+def folded_words(text: str) -> list[str]:
+    """The words of `text`, folded; a folded word's punctuation splits it into parts.
 
-    At most `HEADLINE_WORDS` distinct words (a prefix keeps its `:*`), since
-    `ts_headline`'s time grows with the text's length times the query's size.
-
-    Examples:
-        >>> from sessionary.query import parse_query
-        >>> headline_tsquery(parse_query('"black cat" OR cat* -dog'))
-        "'black' | 'cat' | 'cat':*"
+    (Folding ``½`` gives ``1``, a fraction slash and ``2``; PostgreSQL's parser splits it.)
     """
-    items: dict[str, None] = {}
-    for term in (term for group in query.groups for term in group):
-        found = words(term.text)
-        for i, word in enumerate(found):
-            prefix = term.prefix and i == len(found) - 1
-            items[f"'{word}':*" if prefix else f"'{word}'"] = None
-    return " | ".join(list(items)[:HEADLINE_WORDS])
+    return [part for word in words(text) for part in words(fold(word))]
 
 
 def _group_tsquery(group: Sequence[Term]) -> str:
@@ -330,7 +309,7 @@ def _group_tsquery(group: Sequence[Term]) -> str:
 
 def _term_tsquery(term: Term) -> str:
     # Re-split the text so that a hand-built Term cannot carry a quote or an operator.
-    quoted = [f"'{word}'" for word in words(term.text)]
+    quoted = [f"'{word}'" for word in folded_words(term.text)]
     if not quoted:
         raise InvalidQuery(f"the search term {term.text!r} holds no word")
     if term.prefix:

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sessionary.errors import InvalidInput
-from sessionary.model import Message, to_micros
+from sessionary.model import Message, decode_body, message_text, to_micros
 from sessionary.query import Query, words
 from sessionary.records import (
     DocumentHit,
@@ -39,6 +39,7 @@ from sessionary.records import (
 )
 from sessionary.stores._common import Prepared
 from sessionary.stores._rows import SESSION_COLUMNS, message_from_row, now_us, stored_copy
+from sessionary.stores._textmatch import document_hits, message_hits
 
 __all__ = [
     "CHUNK",
@@ -155,14 +156,26 @@ class Dialect:
     def search_sql(
         self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
     ) -> tuple[str, list[Any]]:
-        """The statement that finds the best `limit` hits, and its parameters."""
+        """The statement that finds candidate messages, newest first, and its parameters.
+
+        Rows are (session id, message id, role, created_us, body), at most
+        `pool_size(limit)` of them.
+        """
         raise NotImplementedError
 
     def search_hits(
         self, rows: Sequence[Sequence[Any]], query: Query, limit: int
     ) -> list[SearchHit]:
-        """Turn the rows `search_sql` returned into at most `limit` hits, best first."""
-        raise NotImplementedError
+        """Check the candidates `search_sql` returned, newest first, on their text.
+
+        Rows are (session id, message id, role, created_us, body); the best `limit`
+        that match are the hits, best first.
+        """
+        texts = (
+            (r[0], r[1], r[2], r[3], message_text(decode_body(r[1], r[2], r[3], r[4], None)))
+            for r in rows
+        )
+        return message_hits(query, texts, limit)
 
     appends_alone = False
     """Whether the dialect has the two append scripts below (else appends lock and read)."""
@@ -250,17 +263,26 @@ class Dialect:
     def document_search_sql(
         self, owner: Sequence[str], namespace: str | None, query: Query, limit: int
     ) -> tuple[str, list[Any]]:
-        """The statement that finds the best `limit` documents of one owner, and its parameters.
+        """The statement that finds candidate documents of one owner, and its parameters.
 
-        Rows are (namespace, key, snippet or text, rank, version), best first.
+        Rows are (namespace, key, version, text) of latest versions, in (namespace, key)
+        order, at most `pool_size(limit)` of them.
         """
         raise NotImplementedError
+
+    def key_value(self, stored: Any) -> str:
+        """A document key as `documents.doc_key` returns it, as text (itself by default)."""
+        return str(stored)
 
     def document_hits(
         self, rows: Sequence[Sequence[Any]], query: Query, limit: int
     ) -> list[DocumentHit]:
-        """Turn the rows `document_search_sql` returned into at most `limit` hits."""
-        raise NotImplementedError
+        """Check the candidates `document_search_sql` returned on their text.
+
+        The best `limit` that match are the hits, best first.
+        """
+        texts = ((r[0], self.key_value(r[1]), int(r[2]), r[3]) for r in rows)
+        return document_hits(query, texts, limit)
 
 
 def redact(url: str) -> str:

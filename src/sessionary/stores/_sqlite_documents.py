@@ -35,8 +35,8 @@ from sessionary.stores._documents import (
     restore_plan,
 )
 from sessionary.stores._rows import now_us
-from sessionary.stores._sqlite_index import row_snippet, snippet_columns
 from sessionary.stores._sqlite_registry import SQLiteRegistry
+from sessionary.stores._textmatch import document_hits, pool_size
 
 __all__ = ["SQLiteDocuments"]
 
@@ -227,24 +227,19 @@ class SQLiteDocuments(SQLiteRegistry):
             check_namespace(namespace)
         expression = to_fts5(query)
         sql = (
-            "SELECT d.namespace, d.doc_key, "
-            f"{snippet_columns('documents_fts', 'd.text')}, "
-            "bm25(documents_fts), d.version FROM documents_fts "
+            "SELECT d.namespace, d.doc_key, d.version, d.text FROM documents_fts "
             "JOIN documents AS d ON d.pk = documents_fts.rowid "
             f"WHERE documents_fts MATCH ? AND {_OWNER} AND d.version > 0"
         )
         params: list[Any] = [expression]
         if namespace is not None:
             sql += " AND d.namespace = ?"
-        sql += " ORDER BY bm25(documents_fts), d.namespace, d.doc_key LIMIT ?"
+        sql += " ORDER BY d.namespace, d.doc_key LIMIT ?"  # candidates, ranked in Python
         with self._read() as db:
             owner = self._doc_owner(db, scope, level, session_id)
             tail = [namespace] if namespace is not None else []
-            rows = db.execute(sql, (*params, *owner, *tail, limit)).fetchall()
-        return [
-            DocumentHit(r[0], r[1], row_snippet(query, r[2], r[3]), -float(r[4]), int(r[5]))
-            for r in rows
-        ]
+            rows = db.execute(sql, (*params, *owner, *tail, pool_size(limit))).fetchall()
+        return document_hits(query, rows, limit)
 
     def restore_document(
         self,

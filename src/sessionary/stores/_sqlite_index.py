@@ -7,11 +7,9 @@ messages inside the append that crosses the boundary, and always before a search
 so search is complete without an FTS write in every append transaction. Updates and
 deletes of messages below the watermark remove (and re-add) their index rows at once.
 
-Snippets: FTS5's `snippet()` and `highlight()` take time quadratic in a row's hits
-(`snippet()` about 4 seconds for a text holding a word 20,000 times, `highlight()` 7
-for 200,000 times), so FTS5 highlights only texts of up to `HIGHLIGHT_CHARS`
-characters, and the snippet is cut from its output in Python (`marked_snippet`); a
-longer text is matched in Python instead (`text_snippet`: whole words, no stemming).
+The index only finds candidates: each is checked, ranked and given its snippet in Python
+(`stores._textmatch`), as on every store. (FTS5's own `snippet()` and `highlight()` take
+time quadratic in a row's hits: about 4 seconds for a text holding a word 20,000 times.)
 """
 
 from __future__ import annotations
@@ -20,23 +18,14 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from sessionary.query import Query
-from sessionary.stores._textmatch import MARKS, marked_snippet, text_snippet
-
 __all__ = [
-    "HIGHLIGHT_CHARS",
     "INDEX_BATCH",
     "catch_up",
     "index_pending",
     "lower_watermark",
     "reindex",
-    "row_snippet",
-    "snippet_columns",
     "unindex_where",
 ]
-
-HIGHLIGHT_CHARS = 32_768
-"""The longest text (in characters) whose hits FTS5 highlights for a snippet."""
 
 INDEX_BATCH = 256
 """The search index catches up whenever a message's seq is a multiple of this."""
@@ -93,21 +82,3 @@ def index_pending(db: sqlite3.Connection) -> bool:
     (upto,) = db.execute("SELECT indexed_upto FROM search_progress").fetchone()
     (top,) = db.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
     return bool(top > upto)
-
-
-def snippet_columns(table: str, text: str) -> str:
-    """Two result columns, for `row_snippet`: the text highlighted by FTS5, or the text.
-
-    `table` is the FTS5 table the query matches, `text` its content column as the query
-    names it. Only one of the two is computed (SQLite evaluates `iif` lazily).
-    """
-    short = f"length({text}) <= {HIGHLIGHT_CHARS}"
-    marks = ", ".join(f"char({ord(mark)})" for mark in MARKS)
-    return f"iif({short}, highlight({table}, 0, {marks}), NULL), iif({short}, NULL, {text})"
-
-
-def row_snippet(query: Query, highlighted: str | None, text: str | None) -> str:
-    """Return a hit's snippet from the two `snippet_columns`."""
-    if highlighted is not None:
-        return marked_snippet(highlighted)
-    return text_snippet(query, text or "")

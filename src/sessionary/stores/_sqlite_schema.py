@@ -34,7 +34,8 @@ Design notes:
   that stays exact. Successive appends to the session in use, the common case, touch no
   index of `sessions`.
 - `messages_fts` is an external-content FTS5 index over `messages.text`. It is filled in
-  batches (see `search_progress`), not by a trigger in every append transaction.
+  batches (see `search_progress`), not by a trigger in every append transaction. Since
+  version 5 both FTS5 indexes hold words unstemmed (`unicode61`, no `porter`).
 - `documents` holds one row per document (its owner, latest version number and text);
   `document_versions` one row per version (body, text, author, time). The row of a
   document is what `documents_fts` indexes, by triggers: documents are written far less
@@ -192,11 +193,29 @@ FROM sessions AS s LEFT JOIN messages AS h ON s.head_follows AND h.seq = (
 )
 """
 
+# Search matches whole words, never stems (see `stores._textmatch`): the indexes hold the
+# words as unicode61 folds them, without the porter stemmer, so a prefix is a prefix of a
+# word as written. The message index is rebuilt up to its watermark, where it was.
+_V5 = """
+DROP TABLE messages_fts;
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    text, content = 'messages', content_rowid = 'seq', tokenize = 'unicode61 remove_diacritics 2'
+);
+INSERT INTO messages_fts (rowid, text) SELECT seq, text FROM messages
+WHERE text != '' AND seq <= (SELECT indexed_upto FROM search_progress);
+DROP TABLE documents_fts;
+CREATE VIRTUAL TABLE documents_fts USING fts5 (
+    text, content = 'documents', content_rowid = 'pk', tokenize = 'unicode61 remove_diacritics 2'
+);
+INSERT INTO documents_fts (documents_fts) VALUES ('rebuild');
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, messages, search index and state", _V1),
     (2, "versioned documents with a search index", _V2),
     (3, "list order by an activity rank that appends to the newest session leave alone", _V3),
     (4, "a head that follows appends without a write to its session row", _V4),
+    (5, "search indexes of whole words, unstemmed", _V5),
 ]
 """(version, name, SQL) in order; statements end with semicolons (triggers may hold more)."""
 

@@ -23,7 +23,7 @@ from sessionary.errors import (
     MessageNotFound,
     SessionNotFound,
 )
-from sessionary.model import Message, decode_body, from_micros, to_micros
+from sessionary.model import Message, decode_body, to_micros
 from sessionary.query import Query
 from sessionary.records import (
     HEAD,
@@ -62,7 +62,7 @@ from sessionary.stores._common import (
     surviving_ancestor,
 )
 from sessionary.stores._memory_documents import MemoryDocuments
-from sessionary.stores._textmatch import match_text
+from sessionary.stores._textmatch import message_hits, pool_size
 from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 
 __all__ = ["MemoryEngine", "open_memory_engine"]
@@ -402,7 +402,7 @@ class MemoryEngine(MemoryDocuments):
         role: str | None,
     ) -> list[SearchHit]:
         check_limit(limit)
-        hits: list[tuple[float, int, SearchHit]] = []
+        rows: list[tuple[int, tuple[str, str, str, int, str]]] = []
         with self._lock:
             if session_id is not None:
                 self._session(scope, session_id)
@@ -411,22 +411,14 @@ class MemoryEngine(MemoryDocuments):
                     continue
                 if session_id is not None and sid != session_id:
                     continue
-                for node in sess.nodes.values():
-                    if role is not None and node.role != role:
-                        continue
-                    score, marked = match_text(query, node.text)
-                    if score:
-                        hit = SearchHit(
-                            sid,
-                            node.id,
-                            node.role,
-                            marked,
-                            float(score),
-                            from_micros(node.created_us),
-                        )
-                        hits.append((-score, node.seq, hit))
-        hits.sort(key=lambda h: (h[0], h[1]))
-        return [h for _, _, h in hits[:limit]]
+                rows.extend(
+                    (node.seq, (sid, node.id, node.role, node.created_us, node.text))
+                    for node in sess.nodes.values()
+                    if node.text and (role is None or node.role == role)
+                )
+        rows.sort(key=lambda row: -row[0])  # newest first, as the SQL stores hand them over
+        # A store's index hands over the newest `pool_size` matches; so does this.
+        return message_hits(query, (row for _, row in rows), limit, pool_size(limit))
 
     # ------------------------------------------------------------------ state
 

@@ -21,7 +21,7 @@ from sessionary.errors import (
     MessageNotFound,
     SessionNotFound,
 )
-from sessionary.model import Message, from_micros, to_micros
+from sessionary.model import Message, to_micros
 from sessionary.query import Query, to_fts5
 from sessionary.records import (
     ANY,
@@ -52,8 +52,6 @@ from sessionary.stores._sqlite_index import (
     index_pending,
     lower_watermark,
     reindex,
-    row_snippet,
-    snippet_columns,
     unindex_where,
 )
 from sessionary.stores._sqlite_rows import (
@@ -70,6 +68,7 @@ from sessionary.stores._sqlite_rows import (
     message_from_row,
     store_error,
 )
+from sessionary.stores._textmatch import message_hits, pool_size
 from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 
 __all__ = ["SQLiteEngine"]
@@ -548,8 +547,7 @@ class SQLiteEngine(SQLiteDocuments):
             with self._write() as db:
                 catch_up(db)
         sql = (
-            "SELECT s.id, m.id, m.role, m.created_us, bm25(messages_fts), "
-            f"{snippet_columns('messages_fts', 'm.text')} "
+            "SELECT s.id, m.id, m.role, m.created_us, m.text "
             "FROM messages_fts JOIN messages AS m ON m.seq = messages_fts.rowid "
             "JOIN sessions AS s ON s.pk = m.session_pk "
             "WHERE messages_fts MATCH ? AND s.tenant = ? AND s.user_id = ?"
@@ -561,17 +559,13 @@ class SQLiteEngine(SQLiteDocuments):
         if role is not None:
             sql += " AND m.role = ?"
             params.append(role)
-        sql += " ORDER BY bm25(messages_fts), m.seq LIMIT ?"
+        # The newest candidates (rowid is seq), which FTS5 streams in that order.
+        sql += " ORDER BY messages_fts.rowid DESC LIMIT ?"
         with self._read() as db:
             if session_id is not None:
                 self._session_pk(db, scope, session_id)
-            rows = db.execute(sql, (*params, limit)).fetchall()
-        return [
-            SearchHit(
-                r[0], r[1], r[2], row_snippet(query, r[5], r[6]), -float(r[4]), from_micros(r[3])
-            )
-            for r in rows
-        ]
+            rows = db.execute(sql, (*params, pool_size(limit))).fetchall()
+        return message_hits(query, rows, limit)
 
     # ------------------------------------------------------------------ whole sessions
 

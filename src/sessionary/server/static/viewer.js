@@ -37,10 +37,17 @@ function askForKey(message) {
   document.getElementById("key-error").textContent = state.key ? message : "";
 }
 
-function marked(snippet) {
-  // Search snippets mark matches with **; show them as <mark> without parsing HTML.
+function marked(snippet, spans) {
+  // A hit's spans are [start, end) offsets into its snippet (the author's text, which may
+  // hold its own **markdown**); each becomes a <mark>, as text, never parsed as HTML.
   const span = el("span");
-  snippet.split("**").forEach((piece, i) => span.append(i % 2 ? el("mark", { text: piece }) : piece));
+  let at = 0;
+  for (const [start, end] of spans || []) {
+    if (start < at || end <= start) continue;
+    span.append(snippet.slice(at, start), el("mark", { text: snippet.slice(start, end) }));
+    at = end;
+  }
+  span.append(snippet.slice(at));
   return span;
 }
 
@@ -260,7 +267,7 @@ async function search(text) {
     for (const hit of found.hits) {
       results.append(el("div", { class: "hit", "data-session": hit.session_id, onclick: () => openSession(hit.session_id) },
         el("div", { class: "muted", text: `${hit.session_id} · ${hit.role} · ${new Date(hit.created_at).toLocaleString()}` }),
-        marked(hit.snippet)));
+        marked(hit.snippet, hit.spans)));
     }
     if (!found.hits.length) results.append(el("p", { class: "muted", text: "No matches." }));
   } catch (error) {

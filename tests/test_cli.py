@@ -75,6 +75,7 @@ def test_the_commands() -> None:
                 "completion",
                 "context",
                 "demo",
+                "erase",
                 "examples",
                 "export",
                 "import",

@@ -28,6 +28,7 @@ from sessionary.errors import (
     InvalidInput,
     InvalidURL,
     SessionNotFound,
+    Unsupported,
 )
 from sessionary.ids import check_id, new_id
 from sessionary.model import Message
@@ -459,6 +460,40 @@ class SessionManager(HistoryToolsMixin):
         owner = session_id if level == "session" else None
         found = owner_documents(self.store, self.scope, level, owner, namespace, versions=versions)
         return [doc for doc in found]
+
+    # ------------------------------------------------------------------ erasure
+
+    def erase_user(self) -> int:
+        """Delete everything this manager's user owns, in every session, at once.
+
+        Its sessions with their messages, search index rows, state, documents (blocks,
+        compaction overlays, agent state), and the user's own state and documents. The
+        tenant's app-level data and every other user are left as they are.
+
+        Returns:
+            How many sessions were deleted.
+
+        Raises:
+            Unsupported: If the store has no `erase` method (a store of your own).
+        """
+        return self._erase(whole_tenant=False)
+
+    def erase_tenant(self) -> int:
+        """Delete everything of this manager's tenant: every user's data and the app's.
+
+        Returns:
+            How many sessions were deleted.
+
+        Raises:
+            Unsupported: If the store has no `erase` method (a store of your own).
+        """
+        return self._erase(whole_tenant=True)
+
+    def _erase(self, whole_tenant: bool) -> int:
+        erase = getattr(self.store, "erase", None)
+        if erase is None:
+            raise Unsupported(f"{type(self.store).__name__} has no erase method; it cannot erase")
+        return int(erase(self.scope, whole_tenant))
 
     # ------------------------------------------------------------------ export and import
 

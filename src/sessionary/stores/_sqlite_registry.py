@@ -164,6 +164,25 @@ class SQLiteRegistry(SQLiteBase):
             lower_watermark(db)
             return True
 
+    def erase(self, scope: Scope, whole_tenant: bool) -> int:
+        """Delete everything of the scope's user (or with `whole_tenant` its tenant)."""
+        where = "tenant = ?" if whole_tenant else "tenant = ? AND user_id = ?"
+        params = (scope.tenant,) if whole_tenant else (scope.tenant, scope.user)
+        owned = f"session_pk IN (SELECT pk FROM sessions WHERE {where})"
+        with self._write() as db:
+            (count,) = db.execute(f"SELECT count(*) FROM sessions WHERE {where}", params).fetchone()
+            unindex_where(db, owned, params)
+            db.execute(f"DELETE FROM messages WHERE {owned}", params)
+            db.execute(f"DELETE FROM states WHERE {where}", params)
+            # a trigger deletes the documents' versions and index rows
+            db.execute(f"DELETE FROM documents WHERE {where}", params)
+            db.execute(f"DELETE FROM sessions WHERE {where}", params)
+            lower_watermark(db)
+            # FTS5 deletes by adding tombstones; merging the segments drops the words.
+            for index in ("messages_fts", "documents_fts"):
+                db.execute(f"INSERT INTO {index} ({index}) VALUES ('optimize')")
+            return int(count)
+
     def _state_key(
         self, db: sqlite3.Connection, scope: Scope, level: StateLevel, session_id: str | None
     ) -> tuple[str, str, str, str]:

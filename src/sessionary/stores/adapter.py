@@ -52,6 +52,7 @@ STORE_METHODS = (
     "delete_document",
     "search_documents",
     "restore_document",
+    "erase",
 )
 
 

@@ -201,6 +201,22 @@ class MemoryEngine(MemoryDocuments):
             self._drop_session_documents(scope, session_id)
             return removed is not None
 
+    def erase(self, scope: Scope, whole_tenant: bool) -> int:
+        """Delete everything of the scope's user (or with `whole_tenant` its tenant)."""
+
+        def owned(tenant: str, user: str) -> bool:
+            return tenant == scope.tenant and (whole_tenant or user == scope.user)
+
+        with self._lock:
+            sessions = [key for key in self._sessions if owned(key[0], key[1])]
+            for key in sessions:
+                del self._sessions[key]
+            for owner in [key for key in self._states if owned(key[1], key[2])]:
+                del self._states[owner]
+            for owner in [key for key in self._docs if owned(key[1], key[2])]:
+                del self._docs[owner]
+            return len(sessions)
+
     # ------------------------------------------------------------------ messages
 
     def append(

@@ -78,6 +78,7 @@ from sessionary.stores._common import (
 from sessionary.stores._redis_append import Appends, append_args
 from sessionary.stores._redis_conn import AsyncRedisConnection, mapped_errors
 from sessionary.stores._redis_documents import AsyncRedisDocuments
+from sessionary.stores._redis_governance import AsyncRedisGovernance
 from sessionary.stores._redis_layout import (
     META_FIELDS,
     ScopeKeys,
@@ -106,7 +107,7 @@ NO_SEARCH = (
 _LIST_BATCH = 200
 
 
-class AsyncRedisStore(AsyncRedisDocuments):
+class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
     """A store on a Redis server (`redis://host:port/db`).
 
     Args:

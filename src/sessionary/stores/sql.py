@@ -92,6 +92,7 @@ from sessionary.stores._sql_common import (
 )
 from sessionary.stores._sql_documents import AsyncSQLDocuments
 from sessionary.stores._sql_driver import AsyncDriver, AsyncTransaction
+from sessionary.stores._sql_governance import AsyncSQLGovernance
 from sessionary.stores._sql_state import AsyncSQLState
 from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 
@@ -126,11 +127,12 @@ async def _released(tx: AsyncTransaction, unlock: Sequence[str]) -> AsyncIterato
         await tx.execute(statement)
 
 
-class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
+class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments, AsyncSQLGovernance):
     """A store on an SQL server, through a driver and a dialect.
 
     The state methods come from `AsyncSQLState` (in `_sql_state`), the document methods
-    from `AsyncSQLDocuments` (in `_sql_documents`).
+    from `AsyncSQLDocuments` (in `_sql_documents`), erasure and retention from
+    `AsyncSQLGovernance` (in `_sql_governance`).
 
     Args:
         driver: The connection pool (e.g. `AsyncPostgresDriver`).

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from sessionary._sync.stores._redis_documents import RedisDocuments
+from sessionary._sync.stores._redis_governance import RedisGovernance
 from sessionary._sync.stores.base import DOCUMENTS
 from sessionary.errors import (
     AlreadyExists,
@@ -108,7 +109,7 @@ NO_SEARCH = (
 _LIST_BATCH = 200
 
 
-class RedisStore(RedisDocuments):
+class RedisStore(RedisDocuments, RedisGovernance):
     """A store on a Redis server (`redis://host:port/db`).
 
     Args:

@@ -36,6 +36,7 @@ from typing import Any
 
 from sessionary._sync.stores._sql_documents import SQLDocuments
 from sessionary._sync.stores._sql_driver import Driver, Transaction
+from sessionary._sync.stores._sql_governance import SQLGovernance
 from sessionary._sync.stores._sql_state import SQLState
 from sessionary._sync.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 from sessionary.errors import (
@@ -128,11 +129,12 @@ def _released(tx: Transaction, unlock: Sequence[str]) -> Iterator[None]:
         tx.execute(statement)
 
 
-class SQLStore(SQLState, SQLDocuments):
+class SQLStore(SQLState, SQLDocuments, SQLGovernance):
     """A store on an SQL server, through a driver and a dialect.
 
     The state methods come from `SQLState` (in `_sql_state`), the document methods
-    from `SQLDocuments` (in `_sql_documents`).
+    from `SQLDocuments` (in `_sql_documents`), erasure and retention from
+    `SQLGovernance` (in `_sql_governance`).
 
     Args:
         driver: The connection pool (e.g. `PostgresDriver`).

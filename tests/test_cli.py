@@ -90,6 +90,7 @@ def test_the_commands() -> None:
                 "search",
                 "serve",
                 "show",
+                "sweep",
             ]
         )
         == COMMANDS

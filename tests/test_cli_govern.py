@@ -73,3 +73,28 @@ def test_erase_needs_a_tenant_and_refuses_a_bad_id(
     code, _, err = run(capsys, "erase", "--db", url, "--tenant", "a:b", "--yes")
     assert code == 1 and "tenant" in err
     assert _ids(url, "acme", "erin") == ["s"]
+
+
+def test_sweep_deletes_only_expired_sessions(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path}/ttl.db"
+    with sessionary.SessionManager(url) as manager:
+        manager.create(id="old", ttl=60)
+        manager.create(id="kept")
+        manager.for_user("other").create(id="old")
+    # Time moves forward only in the file: the sessions were created two minutes ago.
+    import sqlite3
+
+    with sqlite3.connect(f"{tmp_path}/ttl.db") as db:
+        db.execute("UPDATE sessions SET created_us = created_us - 120000000, updated_us = "
+                   "updated_us - 120000000 WHERE id = 'old' AND user_id = 'default'")  # fmt: skip
+    assert run(capsys, "sweep", "--db", url, "--batch-size", "1") == (
+        0,
+        "swept 1 expired session\n",
+        "",
+    )
+    assert run(capsys, "sweep", "--db", url)[1] == "swept 0 expired sessions\n"
+    assert _ids(url, "default", "default") == ["kept"]
+    assert _ids(url, "default", "other") == ["old"]
+    assert run(capsys, "sweep", "--db", url, "--batch-size", "0")[0] == 2

@@ -1,4 +1,4 @@
-"""The data governance commands: `erase` (everything of a user or a tenant)."""
+"""The data governance commands: `erase` (a user or a tenant) and `sweep` (expired sessions)."""
 
 from __future__ import annotations
 
@@ -41,3 +41,26 @@ def erase_command(env: Env, tenant: str, user: str | None, yes: bool) -> None:
     manager = env.manager("write")
     count = manager.erase_tenant() if user is None else manager.erase_user()
     env.echo(f"erased {what}: {plural(count, 'session')}")
+
+
+@root.command("sweep")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=500,
+    show_default=True,
+    help="Sessions deleted per transaction.",
+)
+@click.option("--limit", type=click.IntRange(min=1), help="Stop after about this many.")
+@db_option
+@pass_env
+def sweep_command(env: Env, batch_size: int, limit: int | None) -> None:
+    """Delete the sessions whose TTL has run out, in every scope of the --db store.
+
+    Each goes with its messages, search index rows, state and documents (compaction
+    overlays, agent state). Expired sessions are already hidden from every read; this
+    frees their space. Batches commit one by one, so an interrupted sweep keeps what it
+    did and the next one carries on; several sweepers may run at once.
+    """
+    count = env.manager("write").sweep(batch_size=batch_size, limit=limit)
+    env.echo(f"swept {plural(count, 'expired session')}")

@@ -41,6 +41,7 @@ from sessionary.errors import InvalidQuery
 from sessionary.model import from_micros
 from sessionary.query import Query, Term, words
 from sessionary.records import DocumentHit, Scope, SearchHit
+from sessionary.retention import live_sql
 from sessionary.stores._common import HIGHLIGHT
 from sessionary.stores._sql_common import Dialect, Migration
 
@@ -136,6 +137,12 @@ _V2: tuple[str, ...] = (
     )""",
 )
 
+_V3: tuple[str, ...] = (
+    "ALTER TABLE sessions ADD COLUMN ttl_us BIGINT",
+    "ALTER TABLE sessions ADD COLUMN ttl_sliding SMALLINT NOT NULL DEFAULT 1",
+    "CREATE INDEX sessions_ttl ON sessions (ttl_us) WHERE ttl_us IS NOT NULL",
+)
+
 
 class PostgresDialect(Dialect):
     """PostgreSQL 12 or later.
@@ -150,6 +157,7 @@ class PostgresDialect(Dialect):
     migrations: tuple[Migration, ...] = (
         (1, "sessions, messages with a tsvector index, and state", _V1),
         (2, "versioned documents with a tsvector index", _V2),
+        (3, "a TTL per session (retention), sliding or fixed", _V3),
     )
 
     def append_sql(self, count: int) -> str:
@@ -162,7 +170,7 @@ class PostgresDialect(Dialect):
         values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * count)
         return f"""WITH s AS (
     SELECT pk, head_id, head_depth FROM sessions
-    WHERE tenant = %s AND user_id = %s AND id = %s FOR UPDATE
+    WHERE tenant = %s AND user_id = %s AND id = %s AND ttl_us IS NULL FOR UPDATE
 ), ok AS (
     SELECT pk, head_id, head_depth FROM s WHERE %s::boolean OR head_id IS NOT DISTINCT FROM %s::text
 ), v (n, id, parent_id, role, created_us, data, text) AS (
@@ -197,6 +205,7 @@ SELECT s.head_id, (SELECT count(*) FROM ok), s.pk, s.head_depth FROM s"""
     UPDATE sessions SET head_id = %s, head_depth = %s, message_count = message_count + %s,
         updated_us = %s
     WHERE pk = %s AND head_id IS NOT DISTINCT FROM %s::text AND head_depth = %s
+        AND ttl_us IS NULL
     RETURNING 1
 )
 INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
@@ -224,14 +233,20 @@ SELECT v.* FROM (VALUES {values}) AS v WHERE EXISTS (SELECT FROM moved)"""
         return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) ON CONFLICT DO NOTHING"
 
     def search_sql(
-        self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
+        self,
+        scope: Scope,
+        query: Query,
+        limit: int,
+        session_id: str | None,
+        role: str | None,
+        now_us: int,
     ) -> tuple[str, list[Any]]:
         """The best `limit` matches, ranked by `ts_rank`, with `ts_headline` snippets."""
         tsquery = to_tsquery(query)
         match = f"to_tsquery({_CONFIG}, %s)"
         guards = " AND ".join([f"numnode(to_tsquery({_CONFIG}, %s)) > 0"] * len(query.groups))
-        filters = ""
-        params: list[Any] = [tsquery, tsquery, scope.tenant, scope.user]
+        filters = f" AND {live_sql('%s', 's.')}"
+        params: list[Any] = [tsquery, tsquery, scope.tenant, scope.user, now_us]
         if session_id is not None:
             filters += " AND s.id = %s"
             params.append(session_id)

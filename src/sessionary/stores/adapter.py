@@ -53,6 +53,7 @@ STORE_METHODS = (
     "search_documents",
     "restore_document",
     "erase",
+    "sweep",
 )
 
 

@@ -55,6 +55,7 @@ STORE_METHODS = (
     "search_documents",
     "restore_document",
     "erase",
+    "sweep",
 )
 
 

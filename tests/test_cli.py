@@ -77,6 +77,7 @@ def test_the_commands() -> None:
                 "completion",
                 "context",
                 "demo",
+                "erase",
                 "examples",
                 "export",
                 "import",
@@ -92,6 +93,7 @@ def test_the_commands() -> None:
                 "search",
                 "serve",
                 "show",
+                "sweep",
             ]
         )
         == COMMANDS

@@ -18,8 +18,10 @@ import sessionary
 from sessionary import Message
 from sessionary.errors import BackendNotInstalled, InvalidURL, SchemaError, StoreUnavailable
 from sessionary.query import parse_query
-from sessionary.records import Scope
+from sessionary.records import Scope, SessionInfo
 from sessionary.stores import _mysql_sql, _postgres_sql
+from sessionary.stores import _sql_common as shared
+from sessionary.stores._common import prepare_messages
 from sessionary.stores._sql_common import search_text
 from sessionary.stores.mysql import connect_options
 from sessionary.stores.urls import parse_store_url
@@ -131,12 +133,32 @@ def _migration_names(url: str) -> list[tuple[int, str]]:
     return [(version, name) for version, name, _ in dialect.migrations]
 
 
+def _write_v1_session(tx: Any, store: Any, scope: Scope, session_id: str, text: str) -> str:
+    """A session with one message, as version 1 code wrote it (today's rows have more).
+
+    Returns the message's id.
+    """
+    v1_columns = len(shared.INSERT_SESSION.split("(")[1].split(",")) - 2  # no TTL columns
+    insert = shared.INSERT_SESSION.replace(", ttl_us, ttl_sliding", "").rsplit("(", 1)[0]
+    row = shared.session_row(scope, SessionInfo(id=session_id), "{}", (None, -1, 0), 1)
+    pk = tx.insert(insert + "(" + ", ".join(["%s"] * v1_columns) + ")", row[:v1_columns], "pk")
+    prepared = prepare_messages([Message.user(text)], store.max_message_bytes)
+    _, rows, last = shared.plan_chain(pk, prepared, (None, -1), {}, store._dialect.index_text)
+    tx.execute(shared.INSERT_MESSAGES + shared.INSERT_MESSAGE, rows[0])
+    tx.execute(
+        "UPDATE sessions SET head_id = %s, head_depth = %s, message_count = 1 WHERE pk = %s",
+        (last[0], last[1], pk),
+    )
+    return str(rows[0][1])
+
+
 def test_a_version_1_schema_is_upgraded_in_place(server_url: str) -> None:
     with sessionary.SessionManager(server_url) as old:
         store: Any = old.store
         store._dialect.migrations = store._dialect.migrations[:1]  # this instance only
         store._dialect.pending_sql = None  # nor does version 1 code catch up a search index
-        old.create(id="kept").append(Message.user("written before the upgrade"))
+        with store._begin() as tx:
+            _write_v1_session(tx, store, old.scope, "kept", "written before the upgrade")
         old.update_state({"n": 1})
         with store._begin() as tx:
             applied = tx.fetchall("SELECT version FROM sessionary_migrations")
@@ -199,7 +221,7 @@ def test_postgres_never_asks_for_a_headline_and_searches_folded_words() -> None:
     """
     dialect = _postgres_sql.PostgresDialect()
     query = parse_query('"Black CAT" OR Café* -"hot dog"')
-    sql, params = dialect.search_sql(Scope(), query, 10, None, None)
+    sql, params = dialect.search_sql(Scope(), query, 10, None, None, 0)
     doc_sql, doc_params = dialect.document_search_sql(("session", "t", "u", "s"), None, query, 10)
     for statement in (sql, doc_sql):
         assert "ts_headline" not in statement and "ts_rank" not in statement
@@ -233,7 +255,8 @@ def test_mysql_message_search_catches_up_before_a_search(mysql_url: str) -> None
         store: Any = old.store
         store._dialect.migrations = store._dialect.migrations[:2]  # before the index moved
         store._dialect.pending_sql = None  # and the code that caught it up
-        before = old.create(id="s").append(Message.user("pelican before the upgrade"))
+        with store._begin() as tx:
+            before = _write_v1_session(tx, store, old.scope, "s", "pelican before the upgrade")
     with sessionary.SessionManager(mysql_url) as manager:
         indexes = (
             "SELECT count(*) FROM information_schema.statistics WHERE table_schema = DATABASE() "
@@ -244,17 +267,17 @@ def test_mysql_message_search_catches_up_before_a_search(mysql_url: str) -> None
         after = chat.append(Message.user("pelican after it"))
         heron = chat.append(Message.user("a heron"))
         assert _count(manager, "SELECT count(*) FROM search_pending") == 2
-        assert {h.message_id for h in manager.search("pelican")} == {before.id, after.id}
+        assert {h.message_id for h in manager.search("pelican")} == {before, after.id}
         assert _count(manager, "SELECT count(*) FROM search_pending") == 0
         chat.update(Message.user("a pelican now", id=heron.id))
         assert {h.message_id for h in manager.search("pelican")} == {
-            before.id,
+            before,
             after.id,
             heron.id,
         }
         assert manager.search("heron") == []
         chat.delete(after.id)
-        assert {h.message_id for h in manager.search("pelican")} == {before.id}
+        assert {h.message_id for h in manager.search("pelican")} == {before}
         assert _count(manager, "SELECT count(*) FROM message_search") == 1
         many = manager.create(id="many")
         for start in range(0, 1200, 400):  # more than one catch-up batch
@@ -339,12 +362,12 @@ def test_mysql_named_locks_are_private_to_a_database(
             conn.close()
 
 
-def test_a_version_2_postgres_schema_gets_folded_unstemmed_search(postgres_url: str) -> None:
-    """Version 2 indexed English stems: `deploy` found "deployment", `naive` missed "Naïve"."""
+def test_a_version_3_postgres_schema_gets_folded_unstemmed_search(postgres_url: str) -> None:
+    """Version 3 indexed English stems: `deploy` found "deployment", `naive` missed "Naïve"."""
     with sessionary.SessionManager(postgres_url) as old:
         store: Any = old.store
-        store._dialect.migrations = store._dialect.migrations[:2]  # this instance only
-        store._dialect.index_text = search_text  # as version 2 wrote messages.text
+        store._dialect.migrations = store._dialect.migrations[:3]  # this instance only
+        store._dialect.index_text = search_text  # as version 3 wrote messages.text
         old.create(id="kept").append(Message.user("Naïve deployment FAILED"))
         owner = (old.scope, "user", None)
         store.put_document(*owner, "notes", "k", {}, "Café deployed", "user", None)

@@ -423,17 +423,17 @@ def test_a_version_3_file_is_upgraded_in_place(tmp_path: Path) -> None:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
-# ---------------------------------------------------------------- migration 5: unstemmed search
+# ---------------------------------------------------------------- migration 6: unstemmed search
 
 
-def test_a_version_4_file_gets_unstemmed_search_indexes(
+def test_a_version_5_file_gets_unstemmed_search_indexes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Version 4 indexed porter stems: `deploym*` could not find "deployment"."""
-    path = tmp_path / "v4.db"
+    """Version 5 indexed porter stems: `deploym*` could not find "deployment"."""
+    path = tmp_path / "v5.db"
     url = f"sqlite:///{path}"
     with monkeypatch.context() as patch:
-        patch.setattr(_sqlite_base, "MIGRATIONS", MIGRATIONS[:4])
+        patch.setattr(_sqlite_base, "MIGRATIONS", MIGRATIONS[:5])
         with sessionary.SessionManager(url) as old:
             chat = old.create(id="old")
             chat.append(Message.user("deployment failed"))
@@ -441,7 +441,7 @@ def test_a_version_4_file_gets_unstemmed_search_indexes(
             chat.append(Message.user("indexed only at the next search"))
             store = old.store
             store.put_document(old.scope, "user", None, "notes", "k", {}, "deployed", "user", None)
-    assert _applied(path) == [1, 2, 3, 4]
+    assert _applied(path) == [1, 2, 3, 4, 5]
     with sqlite3.connect(path) as db:
         count = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?"
         assert db.execute(count, ("deployments",)).fetchone() == (1,)  # both stem to deploy

@@ -6,7 +6,7 @@ import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar
 
@@ -97,6 +97,18 @@ class SessionInfo:
     head_id: str | None = None
     message_count: int = 0
     version: int = 1
+    ttl: float | None = None
+    """Seconds the session lives (see `sessionary.retention`); None: forever."""
+    ttl_sliding: bool = True
+    """The TTL counts from the last activity (True) or from creation (False)."""
+
+    @property
+    def expires_at(self) -> datetime | None:
+        """When the session expires by its TTL (None: never, or not yet stored)."""
+        start = self.updated_at if self.ttl_sliding else self.created_at
+        if self.ttl is None or start is None:
+            return None
+        return start + timedelta(seconds=self.ttl)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +122,9 @@ class SessionUpdate:
     add_input_tokens: int = 0
     add_output_tokens: int = 0
     add_cost: float = 0.0
+    ttl: float | None = None
+    """A new TTL in seconds; 0 removes the TTL (the session lives forever)."""
+    ttl_sliding: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

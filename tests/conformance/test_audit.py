@@ -140,3 +140,29 @@ def test_the_trail_reads_from_the_command_line(
     assert main(["--db", store_url, "audit", "--actor", "alice"]) == 0
     out = capsys.readouterr().out
     assert "alice" in out and "bob" not in out and "state.update" in out
+
+
+def test_erasure_is_logged_after_it(plain: Any) -> None:
+    ada = SessionManager(plain, tenant="acme", user="ada", audit=True, actor="dpo")
+    ada.create().append(Message.user("ada's"))
+    bob = ada.for_user("bob")
+    bob.create().append(Message.user("bob's"))
+    bob.create()
+    ada.update_state({"plan": "x"}, level="user")
+
+    assert bob.erase_user() == 2
+    erased = bob.audit(limit=1)[0]
+    assert (erased.actor, erased.action, erased.user, erased.detail) == (
+        "dpo",
+        "user.erase",
+        "bob",
+        {"sessions": 2},
+    )
+    assert ada.audit(limit=1)[0].action == "state.update"  # ada's trail is her own
+
+    assert ada.erase_tenant() == 1
+    # The tenant's trail went with it; what is left is the record of the erasure.
+    left = ada.audit(limit=None, every_user=True)
+    assert [(e.actor, e.action, e.detail) for e in left] == [
+        ("dpo", "tenant.erase", {"sessions": 1})
+    ]

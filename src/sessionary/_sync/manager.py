@@ -33,6 +33,7 @@ from sessionary.errors import (
     InvalidInput,
     InvalidURL,
     SessionNotFound,
+    Unsupported,
 )
 from sessionary.ids import check_id, new_id
 from sessionary.model import Message
@@ -54,6 +55,7 @@ from sessionary.records import (
     check_object,
     check_patch,
 )
+from sessionary.retention import Clock, check_ttl
 from sessionary.stores._common import (
     check_cost,
     check_count,
@@ -76,6 +78,13 @@ class SessionManager(HistoryToolsMixin):
         user: The user within the tenant.
         config: The context blocks, prompt caching and tools of every session it opens.
         compaction: How its sessions compact (see `CompactionPolicy`).
+        ttl: Seconds each session this manager creates lives (see `sessionary.retention`);
+            None (the default): forever. `create` and `set_ttl` set one session's.
+        ttl_sliding: Count that TTL from each session's last activity (the default), or
+            with False from its creation.
+        clock: What the store opened here from a URL takes as the time now when it
+            decides expiry (default: the system clock); for tests. An open store gets
+            its clock where it is built.
         encryption: Encrypt message bodies, state and documents at rest with these keys
             (see `sessionary._sync.stores.encrypted`); the store is wrapped, and closed with
             the wrapper if this manager opened it.
@@ -86,7 +95,9 @@ class SessionManager(HistoryToolsMixin):
 
     Raises:
         InvalidURL: If `store` is neither a URL nor a store.
-        InvalidInput: With `audit`, if `actor` is not 1 to 128 printable characters.
+        InvalidInput: With `audit`, if `actor` is not 1 to 128 printable characters; a
+            `ttl` that is not a positive number of seconds; a `clock` given with an
+            open store.
         Unsupported: With `audit`, if the store has no documents.
     """
 
@@ -98,6 +109,9 @@ class SessionManager(HistoryToolsMixin):
         user: str = "default",
         config: SessionConfig | None = None,
         compaction: CompactionPolicy | None = None,
+        ttl: float | None = None,
+        ttl_sliding: bool = True,
+        clock: Clock | None = None,
         encryption: Encryption | None = None,
         audit: bool = False,
         actor: str = "unknown",
@@ -105,10 +119,14 @@ class SessionManager(HistoryToolsMixin):
         self.scope = Scope(tenant, user)
         self.config = config if config is not None else SessionConfig()
         self.compaction = compaction
+        self.ttl = check_ttl(ttl)
+        self.ttl_sliding = _check_sliding(ttl_sliding)
         if not isinstance(store, str) and not hasattr(store, "capabilities"):
             raise InvalidURL(f"expected a store URL or an open store, not {type(store).__name__}")
+        if clock is not None and not isinstance(store, str):
+            raise InvalidInput("clock applies to a store opened from a URL; give it to the store")
         self._owns_store = isinstance(store, str)
-        self.store: Store = open_store(store) if isinstance(store, str) else store
+        self.store: Store = open_store(store, clock=clock) if isinstance(store, str) else store
         if encryption is not None:
             self.store = cast(Store, EncryptedStore(self.store, encryption))
         if audit:
@@ -129,7 +147,13 @@ class SessionManager(HistoryToolsMixin):
         """Return a manager for another user (and tenant) sharing this one's store."""
         tenant = self.scope.tenant if tenant is None else tenant
         return SessionManager(
-            self.store, tenant=tenant, user=user, config=self.config, compaction=self.compaction
+            self.store,
+            tenant=tenant,
+            user=user,
+            config=self.config,
+            compaction=self.compaction,
+            ttl=self.ttl,
+            ttl_sliding=self.ttl_sliding,
         )
 
     def as_actor(self, actor: str) -> SessionManager:
@@ -209,8 +233,21 @@ class SessionManager(HistoryToolsMixin):
         model: str | None = None,
         source: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        ttl: float | None = None,
+        ttl_sliding: bool | None = None,
     ) -> Session:
         """Create a session and return a handle on it.
+
+        Args:
+            id: The session's id (default: a new one).
+            name: A name to list and find it by.
+            parent_session_id: The session it continues, if any.
+            model: The model it talks to.
+            source: Where it comes from (an app, a channel).
+            metadata: Any JSON object.
+            ttl: Seconds it lives (default: the manager's `ttl`); see `set_ttl`.
+            ttl_sliding: Count the TTL from its last activity (default: the manager's
+                choice) or, with False, from its creation.
 
         Raises:
             AlreadyExists: If `id` is taken in this scope.
@@ -223,6 +260,8 @@ class SessionManager(HistoryToolsMixin):
             model=model,
             source=source,
             metadata=check_object(metadata or {}, "session metadata"),
+            ttl=check_ttl(ttl) if ttl is not None else self.ttl,
+            ttl_sliding=self.ttl_sliding if ttl_sliding is None else _check_sliding(ttl_sliding),
         )
         created = self.store.create_session(self.scope, info)
         return self.session(created.id)
@@ -301,6 +340,26 @@ class SessionManager(HistoryToolsMixin):
         )
         return self._update(session_id, update)
 
+    def set_ttl(
+        self, session_id: str, ttl: float | None, *, sliding: bool | None = None
+    ) -> SessionInfo:
+        """Give a session a TTL in seconds (None: it lives forever); see `sessionary.retention`.
+
+        A sliding TTL (the default) counts from the session's last activity, which this
+        change is too; with ``sliding=False`` it counts from the session's creation, so
+        a session already older than `ttl` expires at once.
+
+        Raises:
+            SessionNotFound: If there is no such session (or it has expired).
+            InvalidInput: If `ttl` is not a positive number of seconds or None.
+        """
+        seconds = check_ttl(ttl)
+        update = SessionUpdate(
+            ttl=0.0 if seconds is None else seconds,
+            ttl_sliding=None if sliding is None else _check_sliding(sliding),
+        )
+        return self._update(session_id, update)
+
     def _update(self, session_id: str, update: SessionUpdate) -> SessionInfo:
         return self.store.update_session(self.scope, check_id(session_id, "session id"), update)
 
@@ -349,6 +408,8 @@ class SessionManager(HistoryToolsMixin):
             source=source.source,
             metadata=dict(source.metadata),
             head_id=path[-1].id if path else None,
+            ttl=source.ttl,
+            ttl_sliding=source.ttl_sliding,
         )
         created = self.store.import_session(self.scope, info, path, state)
         fork = self.session(created.id)
@@ -400,6 +461,8 @@ class SessionManager(HistoryToolsMixin):
             source=source.source,
             metadata=dict(source.metadata),
             head_id=messages[-1].id if messages else None,
+            ttl=source.ttl,
+            ttl_sliding=source.ttl_sliding,
         )
         created = self.store.import_session(self.scope, info, messages, state)
         self.end(session_id, "compacted")
@@ -541,6 +604,73 @@ class SessionManager(HistoryToolsMixin):
         found = owner_documents(self.store, self.scope, level, owner, namespace, versions=versions)
         return [doc for doc in found]
 
+    # ------------------------------------------------------------------ erasure
+
+    def erase_user(self) -> int:
+        """Delete everything this manager's user owns, in every session, at once.
+
+        Its sessions with their messages, search index rows, state, documents (blocks,
+        compaction overlays, agent state), and the user's own state and documents. The
+        tenant's app-level data and every other user are left as they are.
+
+        Returns:
+            How many sessions were deleted.
+
+        Raises:
+            Unsupported: If the store has no `erase` method (a store of your own).
+        """
+        return self._erase(whole_tenant=False)
+
+    def erase_tenant(self) -> int:
+        """Delete everything of this manager's tenant: every user's data and the app's.
+
+        Returns:
+            How many sessions were deleted.
+
+        Raises:
+            Unsupported: If the store has no `erase` method (a store of your own).
+        """
+        return self._erase(whole_tenant=True)
+
+    def sweep(self, *, batch_size: int = 500, limit: int | None = None) -> int:
+        """Delete expired sessions of every scope in the store, with all they own.
+
+        A session's messages, search index rows, state and documents (blocks, compaction
+        overlays, agent state) go with it. Each batch of at most `batch_size` sessions
+        is one transaction, so an interrupted sweep keeps what it did and the next one
+        carries on; several processes may sweep the same store at once (each session is
+        deleted once). Expired sessions are hidden from every read before they are swept.
+
+        Args:
+            batch_size: Sessions deleted per batch.
+            limit: Stop after about this many (None: until none is left).
+
+        Returns:
+            How many sessions were deleted.
+
+        Raises:
+            Unsupported: If the store has no `sweep` method (a store of your own).
+        """
+        check_limit(batch_size, "batch_size")
+        check_limit(limit, "limit")
+        sweep = getattr(self.store, "sweep", None)
+        if sweep is None:
+            raise Unsupported(f"{type(self.store).__name__} has no sweep method; it cannot sweep")
+        total = 0
+        while limit is None or total < limit:
+            size = batch_size if limit is None else min(batch_size, limit - total)
+            done = int(sweep(size))
+            total += done
+            if done < size:
+                break
+        return total
+
+    def _erase(self, whole_tenant: bool) -> int:
+        erase = getattr(self.store, "erase", None)
+        if erase is None:
+            raise Unsupported(f"{type(self.store).__name__} has no erase method; it cannot erase")
+        return int(erase(self.scope, whole_tenant))
+
     # ------------------------------------------------------------------ export and import
 
     def export(self, session_id: str | None = None) -> Iterator[dict[str, Any]]:
@@ -594,6 +724,12 @@ class SessionManager(HistoryToolsMixin):
                 (unless `existing` is "skip", which keeps the scope's own).
         """
         return Importer(self.store, self.scope, existing).run(records)
+
+
+def _check_sliding(sliding: object) -> bool:
+    if not isinstance(sliding, bool):
+        raise InvalidInput(f"ttl_sliding must be True or False, got {sliding!r}")
+    return sliding
 
 
 def _cover_branch(session: Session, summary: str) -> None:

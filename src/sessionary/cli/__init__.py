@@ -6,12 +6,12 @@ sessionary [--db URL] [--tenant T] [--user U] [--no-pager] COMMAND ...
 
 The commands live in the modules of this package (`_read`: ls, show, search, scopes;
 `_inspect`: inspect, context; `_write`: export, import, rm, migrate, demo; `_schema`:
-schema; `_governance`: rekey, audit; `_serve`: serve, mcp, keys; `_extra`: examples,
-completion), the group and its options in `_app`, and how things are drawn in `_views`
-(rich renderables). `--db` defaults to the `SESSIONARY_URL` environment variable, else
-`./sessionary.db`; with `SESSIONARY_KEYS` set, every command reads and writes through
-encryption at rest. Every error prints one line, `sessionary: error: ...`, and exits with
-status 1; usage errors exit with 2 and an interrupt with 130.
+schema; `_governance`: rekey, audit, erase, sweep; `_serve`: serve, mcp, keys; `_extra`:
+examples, completion), the group and its options in `_app`, and how things are drawn in
+`_views` (rich renderables). `--db` defaults to the `SESSIONARY_URL` environment
+variable, else `./sessionary.db`; with `SESSIONARY_KEYS` set, every command reads and
+writes through encryption at rest. Every error prints one line, `sessionary: error:
+...`, and exits with status 1; usage errors exit with 2 and an interrupt with 130.
 """
 
 from __future__ import annotations

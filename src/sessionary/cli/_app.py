@@ -329,7 +329,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the da
 
 _ORDER = (
     "ls", "show", "search", "scopes", "inspect", "context", "export", "import", "rm",
-    "migrate", "schema", "demo", "serve", "mcp", "keys", "examples", "completion",
+    "erase", "sweep", "migrate", "schema", "demo", "serve", "mcp", "keys", "examples", "completion",
 )  # fmt: skip
 
 

@@ -37,14 +37,17 @@ from sessionary.records import (
     Document,
     Scope,
     SessionInfo,
+    SessionUpdate,
     State,
     StateLevel,
     check_json,
     check_object,
     merge_patch,
 )
+from sessionary.retention import check_ttl
 
 __all__ = [
+    "check_ttl_update",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "MAX_AUTHOR_LENGTH",
     "MAX_KEY_LENGTH",
@@ -262,6 +265,21 @@ def check_session_fields(info: SessionInfo) -> None:
     for name in ("created_at", "updated_at", "ended_at"):
         if getattr(info, name) is not None and not isinstance(getattr(info, name), datetime):
             raise InvalidInput(f"{name} must be a datetime")
+    check_ttl(info.ttl)
+    if not isinstance(info.ttl_sliding, bool):
+        raise InvalidInput(f"ttl_sliding must be True or False, got {info.ttl_sliding!r}")
+
+
+def check_ttl_update(update: SessionUpdate) -> None:
+    """Check the TTL fields of a session update (ttl 0 removes the TTL).
+
+    Raises:
+        InvalidInput: If the TTL is not 0 or a positive number of seconds.
+    """
+    if update.ttl is not None and update.ttl != 0:
+        check_ttl(update.ttl)
+    if update.ttl_sliding is not None and not isinstance(update.ttl_sliding, bool):
+        raise InvalidInput(f"ttl_sliding must be True or False, got {update.ttl_sliding!r}")
 
 
 def check_text(value: str, what: str, error: type[InvalidInput] = InvalidInput) -> int:

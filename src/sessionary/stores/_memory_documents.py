@@ -16,6 +16,7 @@ from sessionary.errors import VersionConflict
 from sessionary.model import from_micros, to_micros
 from sessionary.query import Query
 from sessionary.records import Document, DocumentHit, Page, Scope, StateLevel
+from sessionary.retention import Clock, clock_us
 from sessionary.stores._common import (
     PreparedDocument,
     check_document_ref,
@@ -33,7 +34,6 @@ from sessionary.stores._documents import (
     owner_key,
     restore_plan,
 )
-from sessionary.stores._rows import now_us
 from sessionary.stores._textmatch import document_hits, pool_size
 
 __all__ = ["MemoryDocuments"]
@@ -60,6 +60,7 @@ class MemoryDocuments:
     """Documents for `MemoryEngine`: per owner, per (namespace, key), a list of versions."""
 
     max_message_bytes: int
+    clock: Clock
     _lock: threading.RLock
     _docs: dict[OwnerKey, dict[tuple[str, str], _Versions]]
 
@@ -109,7 +110,7 @@ class MemoryDocuments:
                 raise VersionConflict(
                     f"document {namespace}/{key:.80} is at version {current}, not {expected}"
                 )
-            row = self._store_version(owner, prepared, current + 1, now_us())
+            row = self._store_version(owner, prepared, current + 1, clock_us(self.clock))
             return row.document(prepared.namespace, prepared.key)
 
     def get_document(

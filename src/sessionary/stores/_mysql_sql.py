@@ -57,6 +57,7 @@ from typing import Any
 from sessionary.errors import InvalidQuery
 from sessionary.query import Query, Term, words
 from sessionary.records import Expected, Head, Scope
+from sessionary.retention import live_sql
 from sessionary.stores._sql_common import Dialect, Migration
 from sessionary.stores._textmatch import fold, pool_size
 
@@ -204,6 +205,35 @@ def _lock_name(purpose: str) -> str:
     return f"CONCAT('sessionary {purpose} ', SHA1(COALESCE(DATABASE(), '')))"
 
 
+def _if_missing(kind: str, name: str, ddl: str) -> tuple[str, ...]:
+    """Run `ddl` on `sessions` only where its column or index `name` is missing yet.
+
+    MySQL has no `ADD COLUMN IF NOT EXISTS` (MariaDB has), and its DDL commits at once,
+    so every statement of a migration must be safe to run again.
+    """
+    table = "columns" if kind == "column" else "statistics"
+    field = "column_name" if kind == "column" else "index_name"
+    return (
+        f"SET @sx_ddl = IF(EXISTS(SELECT 1 FROM information_schema.{table} "
+        f"WHERE table_schema = DATABASE() AND table_name = 'sessions' AND {field} = '{name}'), "
+        f"'DO 0', '{ddl}')",
+        "PREPARE sx_ddl FROM @sx_ddl",
+        "EXECUTE sx_ddl",
+        "DEALLOCATE PREPARE sx_ddl",
+    )
+
+
+_V4: tuple[str, ...] = (
+    *_if_missing("column", "ttl_us", "ALTER TABLE sessions ADD COLUMN ttl_us BIGINT NULL"),
+    *_if_missing(
+        "column",
+        "ttl_sliding",
+        "ALTER TABLE sessions ADD COLUMN ttl_sliding TINYINT NOT NULL DEFAULT 1",
+    ),
+    *_if_missing("index", "sessions_ttl", "CREATE INDEX sessions_ttl ON sessions (ttl_us)"),
+)
+
+
 class MySQLDialect(Dialect):
     """MySQL 8 or MariaDB 10.6 or later (recursive CTEs, InnoDB FULLTEXT)."""
 
@@ -212,6 +242,7 @@ class MySQLDialect(Dialect):
         (1, "sessions, messages with a FULLTEXT index, and state", _V1),
         (2, "versioned documents with a FULLTEXT index", _V2),
         (3, "message search in a table of its own, caught up in batches", _V3),
+        (4, "a TTL per session (retention), sliding or fixed", _V4),
     )
     appends_alone = True
     pending_sql = "SELECT seq, n FROM search_pending ORDER BY seq LIMIT 500"
@@ -237,7 +268,8 @@ class MySQLDialect(Dialect):
         return f"""SET @sx_pk = NULL, @sx_head = NULL, @sx_depth = NULL, @sx_ok = NULL;
 START TRANSACTION;
 SELECT pk, head_id, head_depth, %s OR head_id <=> %s INTO @sx_pk, @sx_head, @sx_depth, @sx_ok
-    FROM sessions WHERE tenant = %s AND user_id = %s AND id = %s FOR UPDATE;
+    FROM sessions WHERE tenant = %s AND user_id = %s AND id = %s AND ttl_us IS NULL
+    FOR UPDATE;
 INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
     {" UNION ALL ".join([first, *rest])};
 UPDATE sessions SET head_id = %s, head_depth = @sx_depth + {count},
@@ -271,7 +303,7 @@ SELECT @sx_head, @sx_ok, @sx_pk, @sx_depth FROM DUAL WHERE @sx_pk IS NOT NULL"""
         row = "SELECT %s, %s, %s, %s, %s, %s, %s, %s FROM sessions WHERE pk = %s AND head_id = %s"
         return f"""START TRANSACTION;
 UPDATE sessions SET head_id = %s, head_depth = %s, message_count = message_count + %s,
-    updated_us = %s WHERE pk = %s AND head_id <=> %s AND head_depth = %s;
+    updated_us = %s WHERE pk = %s AND head_id <=> %s AND head_depth = %s AND ttl_us IS NULL;
 INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
     {" UNION ALL ".join([row] * count)};
 COMMIT"""
@@ -329,13 +361,19 @@ COMMIT"""
         return " ".join([t for t in map(_token, words(text)) if len(t) <= _LONGEST])
 
     def search_sql(
-        self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
+        self,
+        scope: Scope,
+        query: Query,
+        limit: int,
+        session_id: str | None,
+        role: str | None,
+        now_us: int,
     ) -> tuple[str, list[Any]]:
         """The newest candidates, with the message bodies to check them on."""
         against = to_boolean_mode(query)
         match = "MATCH (x.text) AGAINST (%s IN BOOLEAN MODE)"
-        params: list[Any] = [against, scope.tenant, scope.user]
-        filters = ""
+        params: list[Any] = [against, scope.tenant, scope.user, now_us]
+        filters = f" AND {live_sql('%s', 's.')}"
         if session_id is not None:
             filters += " AND s.id = %s"
             params.append(session_id)

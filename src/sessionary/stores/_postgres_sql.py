@@ -4,8 +4,8 @@ Search uses a stored generated `tsvector` column over `messages.text` with a GIN
 so a message is searchable the moment its append commits. `messages.text` holds the
 message's words case- and accent-folded (`stores._textmatch.fold`), one space apart, and
 the text search configuration `sessionary_words` (a copy of `simple`: no stemmer, no
-stopwords) indexes them as they are. Up to version 2 the configuration was English with
-the Snowball stemmer; version 3 re-folds the stored words in SQL (lower case, NFKD, Latin
+stopwords) indexes them as they are. Up to version 3 the configuration was English with
+the Snowball stemmer; version 4 re-folds the stored words in SQL (lower case, NFKD, Latin
 combining marks dropped) and rebuilds the index.
 
 A `Query` is rendered to a tsquery string here (terms are runs of letters and digits
@@ -37,6 +37,7 @@ from typing import Any
 from sessionary.errors import InvalidQuery
 from sessionary.query import Query, Term, words
 from sessionary.records import Scope
+from sessionary.retention import live_sql
 from sessionary.stores._sql_common import Dialect, Migration
 from sessionary.stores._textmatch import fold, pool_size
 
@@ -130,10 +131,16 @@ _V2: tuple[str, ...] = (
     )""",
 )
 
-_FOLD = r"regexp_replace(normalize(lower({}), NFKD), U&'[\0300-\036F]', '', 'g')"
-"""Folds a column of words in SQL much as `fold` does (for rows written before v3)."""
-
 _V3: tuple[str, ...] = (
+    "ALTER TABLE sessions ADD COLUMN ttl_us BIGINT",
+    "ALTER TABLE sessions ADD COLUMN ttl_sliding SMALLINT NOT NULL DEFAULT 1",
+    "CREATE INDEX sessions_ttl ON sessions (ttl_us) WHERE ttl_us IS NOT NULL",
+)
+
+_FOLD = r"regexp_replace(normalize(lower({}), NFKD), U&'[\0300-\036F]', '', 'g')"
+"""Folds a column of words in SQL much as `fold` does (for rows written before v4)."""
+
+_V4: tuple[str, ...] = (
     "CREATE TEXT SEARCH CONFIGURATION sessionary_words (COPY = pg_catalog.simple)",
     "ALTER TABLE messages DROP COLUMN text_tsv",
     f"UPDATE messages SET text = {_FOLD.format('text')}",
@@ -161,7 +168,8 @@ class PostgresDialect(Dialect):
     migrations: tuple[Migration, ...] = (
         (1, "sessions, messages with a tsvector index, and state", _V1),
         (2, "versioned documents with a tsvector index", _V2),
-        (3, "search indexes of folded whole words, unstemmed", _V3),
+        (3, "a TTL per session (retention), sliding or fixed", _V3),
+        (4, "search indexes of folded whole words, unstemmed", _V4),
     )
 
     def append_sql(self, count: int) -> str:
@@ -174,7 +182,7 @@ class PostgresDialect(Dialect):
         values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * count)
         return f"""WITH s AS (
     SELECT pk, head_id, head_depth FROM sessions
-    WHERE tenant = %s AND user_id = %s AND id = %s FOR UPDATE
+    WHERE tenant = %s AND user_id = %s AND id = %s AND ttl_us IS NULL FOR UPDATE
 ), ok AS (
     SELECT pk, head_id, head_depth FROM s WHERE %s::boolean OR head_id IS NOT DISTINCT FROM %s::text
 ), v (n, id, parent_id, role, created_us, data, text) AS (
@@ -209,6 +217,7 @@ SELECT s.head_id, (SELECT count(*) FROM ok), s.pk, s.head_depth FROM s"""
     UPDATE sessions SET head_id = %s, head_depth = %s, message_count = message_count + %s,
         updated_us = %s
     WHERE pk = %s AND head_id IS NOT DISTINCT FROM %s::text AND head_depth = %s
+        AND ttl_us IS NULL
     RETURNING 1
 )
 INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
@@ -240,13 +249,19 @@ SELECT v.* FROM (VALUES {values}) AS v WHERE EXISTS (SELECT FROM moved)"""
         return " ".join(folded_words(text))
 
     def search_sql(
-        self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
+        self,
+        scope: Scope,
+        query: Query,
+        limit: int,
+        session_id: str | None,
+        role: str | None,
+        now_us: int,
     ) -> tuple[str, list[Any]]:
         """The newest candidates, with the message bodies to check them on."""
         tsquery = to_tsquery(query)
         guards = " AND ".join([f"numnode(to_tsquery({_CONFIG}, %s)) > 0"] * len(query.groups))
-        filters = ""
-        params: list[Any] = [tsquery, scope.tenant, scope.user]
+        filters = f" AND {live_sql('%s', 's.')}"
+        params: list[Any] = [tsquery, scope.tenant, scope.user, now_us]
         if session_id is not None:
             filters += " AND s.id = %s"
             params.append(session_id)

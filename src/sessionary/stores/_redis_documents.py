@@ -33,7 +33,6 @@ from sessionary.stores._common import (
 from sessionary.stores._documents import document_page, list_after, restore_plan
 from sessionary.stores._redis_conn import AsyncRedisConnection
 from sessionary.stores._redis_layout import ScopeKeys
-from sessionary.stores._rows import now_us
 
 __all__ = ["NO_DOCUMENT_SEARCH", "AsyncRedisDocuments"]
 
@@ -82,6 +81,12 @@ class AsyncRedisDocuments:
     def _keys(self, scope: Scope) -> ScopeKeys:
         raise NotImplementedError
 
+    def _now_us(self) -> int:
+        raise NotImplementedError
+
+    async def _require_session(self, scope: Scope, session_id: str) -> Any:
+        raise NotImplementedError
+
     def _document_keys(
         self, scope: Scope, level: StateLevel, session_id: str | None
     ) -> tuple[list[str], str, str]:
@@ -100,6 +105,8 @@ class AsyncRedisDocuments:
         self, scope: Scope, level: StateLevel, session_id: str | None, *args: Any
     ) -> list[Document]:
         keys, guard, _ = self._document_keys(scope, level, session_id)
+        if level == "session":  # the script sees the keys, not the session's expiry
+            await self._require_session(scope, session_id or "")
         reply = await self._conn.run_lean("read_documents", keys, [guard, *args])
         if reply[0] == "nosession":
             raise SessionNotFound(f"no session {session_id!r} in this scope")
@@ -120,7 +127,7 @@ class AsyncRedisDocuments:
         prepared = prepare_document(namespace, key, body, text, author, self.max_message_bytes)
         expected = check_expected_version(expected_version)
         keys, guard, member = self._document_keys(scope, level, session_id)
-        updated = now_us()
+        updated = self._now_us()
         value = _version_json(updated, prepared.author, prepared.text, prepared.body_json)
         args = [f"{prepared.namespace}\n{prepared.key}", "" if expected is None else expected]
         done, current = await self._conn.run(

@@ -16,6 +16,7 @@ from typing import Any
 
 from sessionary.model import Message, decode_body, from_micros, to_micros
 from sessionary.records import Scope, SessionInfo, StateLevel
+from sessionary.retention import ttl_micros
 from sessionary.stores._common import Prepared
 
 __all__ = [
@@ -159,6 +160,8 @@ def row_text(info: SessionInfo) -> str:
         "output_tokens": info.output_tokens,
         "cost": info.cost,
         "version": info.version,
+        "ttl_us": ttl_micros(info.ttl),
+        "ttl_sliding": info.ttl_sliding,
     }
     return json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -168,6 +171,8 @@ def meta_info(session_id: str, fields: Sequence[Any]) -> SessionInfo:
     row, updated, head_id, count = fields
     data = json.loads(row)
     created, ended = data.pop("created_us"), data.pop("ended_us")
+    ttl_us = data.pop("ttl_us", None)  # rows written before retention have none
+    data["ttl"] = None if ttl_us is None else ttl_us / 1_000_000
     return SessionInfo(
         id=session_id,
         created_at=None if created is None else from_micros(created),

@@ -9,6 +9,7 @@ from typing import Any
 
 from sessionary.model import Message, decode_body, from_micros, to_micros
 from sessionary.records import Page, Scope, SessionFilter, SessionInfo, decode_cursor, encode_cursor
+from sessionary.retention import live_sql
 from sessionary.stores._common import gc_paused
 
 __all__ = [
@@ -28,7 +29,7 @@ FOREVER = 1 << 62
 SESSION_COLUMNS = (
     "pk, id, name, parent_session_id, model, source, metadata, created_us, updated_us, "
     "ended_us, end_reason, input_tokens, output_tokens, cost, "
-    "head_id, message_count, version"
+    "head_id, message_count, version, ttl_us, ttl_sliding"
 )
 
 _SESSION_WIDTH = len(SESSION_COLUMNS.split(","))
@@ -82,6 +83,8 @@ def session_from_row(row: Sequence[Any]) -> SessionInfo:
         head_id=row[14],
         message_count=row[15],
         version=row[16],
+        ttl=None if row[17] is None else row[17] / 1_000_000,
+        ttl_sliding=bool(row[18]),
     )
 
 
@@ -93,15 +96,20 @@ def list_sql(
     mark: str = "%s",
     order: str = "updated_us",
     table: str = "sessions",
+    now_us: int | None = None,
 ) -> tuple[str, list[Any]]:
     """The statement listing sessions, most recently active first, one row past `limit`.
 
     `mark` is the driver's placeholder (`%s`, or `?` for sqlite3). `order` is the column
     that ranks activity (SQLite ranks by `active_us`, which it selects after the others).
-    `table` is where the rows come from (SQLite reads its `sessions_now` view).
+    `table` is where the rows come from (SQLite reads its `sessions_now` view). With
+    `now_us`, sessions expired by then are left out.
     """
     clauses = [f"tenant = {mark}", f"user_id = {mark}"]
     params: list[Any] = [scope.tenant, scope.user]
+    if now_us is not None:
+        clauses.append(live_sql(mark))
+        params.append(now_us)
     for column in ("name", "model", "source", "parent_session_id"):
         value = getattr(where, column)
         if value is not None:

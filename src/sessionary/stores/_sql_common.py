@@ -37,8 +37,9 @@ from sessionary.records import (
     SessionInfo,
     decode_cursor,
 )
+from sessionary.retention import ttl_micros
 from sessionary.stores._common import Prepared
-from sessionary.stores._rows import SESSION_COLUMNS, message_from_row, now_us, stored_copy
+from sessionary.stores._rows import SESSION_COLUMNS, message_from_row, stored_copy
 from sessionary.stores._textmatch import document_hits, message_hits
 
 __all__ = [
@@ -50,6 +51,8 @@ __all__ = [
     "LINEAR_HEAD_SQL",
     "LOCATE_SQL",
     "LOCK_SQL",
+    "EXPIRY_COLUMNS",
+    "expired_row",
     "MESSAGE_COLUMNS",
     "PATH_SQL",
     "SCOPED",
@@ -78,7 +81,11 @@ Migration = tuple[int, str, tuple[str, ...]]
 """(version, name, statements), applied in order."""
 
 SCOPED = "tenant = %s AND user_id = %s AND id = %s"
-LOCK_SQL = f"SELECT pk, head_id, head_depth FROM sessions WHERE {SCOPED} FOR UPDATE"
+EXPIRY_COLUMNS = "ttl_us, ttl_sliding, created_us, updated_us"
+"""What says whether a session expired (see `expired_row`), after a statement's own columns."""
+LOCK_SQL = (
+    f"SELECT pk, head_id, head_depth, {EXPIRY_COLUMNS} FROM sessions WHERE {SCOPED} FOR UPDATE"
+)
 FIND_SQL = (
     f"SELECT m.{MESSAGE_COLUMNS.replace(', ', ', m.')}, m.depth FROM sessions AS s "
     "JOIN messages AS m ON m.session_pk = s.pk "
@@ -86,7 +93,8 @@ FIND_SQL = (
 )
 """A session's messages by scope; the caller adds `AND m.id IN (...)`."""
 LOCATE_SQL = (
-    "SELECT s.pk, s.head_id, s.head_depth, m.depth FROM sessions AS s "
+    "SELECT s.pk, s.head_id, s.head_depth, m.depth, s.ttl_us, s.ttl_sliding, s.created_us, "
+    "s.updated_us FROM sessions AS s "
     "LEFT JOIN messages AS m ON m.session_pk = s.pk AND m.id = %s "
     "WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s"
 )
@@ -95,9 +103,11 @@ SELECT m.{MESSAGE_COLUMNS.replace(", ", ", m.")}
 FROM sessions AS s JOIN messages AS m ON m.session_pk = s.pk
     AND m.depth BETWEEN greatest(0, s.head_depth - %s + 1) AND s.head_depth
 WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s AND s.message_count = s.head_depth + 1
+    AND s.ttl_us IS NULL
 ORDER BY m.depth
 """
-"""The head's path in one statement (one snapshot) for a session that is one chain."""
+"""The head's path in one statement (one snapshot) for a session that is one chain and has
+no TTL (one with a TTL takes the path that checks expiry)."""
 PATH_SQL = f"""
 WITH RECURSIVE path (n, {MESSAGE_COLUMNS}) AS (
     SELECT 1, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = %s AND id = %s
@@ -124,8 +134,8 @@ INSERT_MESSAGES = (
 INSERT_SESSION = (
     "INSERT INTO sessions (tenant, user_id, id, name, parent_session_id, model, "
     "source, metadata, created_us, updated_us, ended_us, end_reason, input_tokens, "
-    "output_tokens, cost, version, head_id, head_depth, message_count) VALUES "
-    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "output_tokens, cost, version, head_id, head_depth, message_count, ttl_us, ttl_sliding) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 STATE_KEY = "level = %s AND tenant = %s AND user_id = %s AND owner = %s"
 STATE_COLUMNS = ("level", "tenant", "user_id", "owner", "data", "version")
@@ -154,12 +164,18 @@ class Dialect:
         raise NotImplementedError
 
     def search_sql(
-        self, scope: Scope, query: Query, limit: int, session_id: str | None, role: str | None
+        self,
+        scope: Scope,
+        query: Query,
+        limit: int,
+        session_id: str | None,
+        role: str | None,
+        now_us: int,
     ) -> tuple[str, list[Any]]:
         """The statement that finds candidate messages, newest first, and its parameters.
 
-        Rows are (session id, message id, role, created_us, body), at most
-        `pool_size(limit)` of them.
+        Only sessions live at `now_us` are searched. Rows are (session id, message id,
+        role, created_us, body), at most `pool_size(limit)` of them.
         """
         raise NotImplementedError
 
@@ -347,6 +363,12 @@ def plan_chain(
     return out, rows, (parent_id, depth)
 
 
+def expired_row(columns: Sequence[Any], now: int) -> bool:
+    """Whether the `EXPIRY_COLUMNS` values of a session row say it expired by `now`."""
+    ttl, sliding, created, updated = columns
+    return ttl is not None and (updated if sliding else created) + ttl <= now
+
+
 def decode_cursor_pair(cursor: str | None) -> tuple[int, int]:
     """Return the (depth, seq) a `page_messages` cursor holds; (-1, 0) for the first page."""
     if cursor is None:
@@ -410,14 +432,15 @@ def insert_statement(rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]]:
 
 
 def session_row(
-    scope: Scope, info: SessionInfo, metadata: str, head: Sequence[Any]
+    scope: Scope, info: SessionInfo, metadata: str, head: Sequence[Any], now: int
 ) -> tuple[Any, ...]:
     """The parameters of `INSERT_SESSION`; `head` is (head id, head depth, message count)."""
-    created = to_micros(info.created_at) if info.created_at else now_us()
+    created = to_micros(info.created_at) if info.created_at else now
     return (
         scope.tenant, scope.user, info.id, info.name, info.parent_session_id, info.model,
         info.source, metadata, created,
         to_micros(info.updated_at) if info.updated_at else created,
         to_micros(info.ended_at) if info.ended_at else None, info.end_reason,
         info.input_tokens, info.output_tokens, info.cost, info.version, *head,
+        ttl_micros(info.ttl), int(info.ttl_sliding),
     )  # fmt: skip

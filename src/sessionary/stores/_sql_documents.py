@@ -42,8 +42,7 @@ from sessionary.stores._documents import (
     owner_key,
     restore_plan,
 )
-from sessionary.stores._rows import now_us
-from sessionary.stores._sql_common import SCOPED, Dialect
+from sessionary.stores._sql_common import EXPIRY_COLUMNS, SCOPED, Dialect, expired_row
 
 if TYPE_CHECKING:
     from sessionary.stores._sql_driver import AsyncTransaction
@@ -81,6 +80,10 @@ class AsyncSQLDocuments:
         """One query as a transaction of its own (the store's own); the store overrides it."""
         raise NotImplementedError
 
+    def _now_us(self) -> int:
+        """The store's clock now, in microseconds; the store overrides it."""
+        raise NotImplementedError
+
     async def _doc_owner(
         self,
         tx: AsyncTransaction,
@@ -94,10 +97,10 @@ class AsyncSQLDocuments:
         if level == "session":
             suffix = self._dialect.share_lock if lock else ""
             row = await tx.fetchone(
-                f"SELECT pk FROM sessions WHERE {SCOPED}{suffix}",
+                f"SELECT pk, {EXPIRY_COLUMNS} FROM sessions WHERE {SCOPED}{suffix}",
                 (scope.tenant, scope.user, owner[3]),
             )
-            if row is None:
+            if row is None or expired_row(row[1:], self._now_us()):
                 raise SessionNotFound(f"no session {owner[3]!r} in this scope")
         return owner
 
@@ -166,7 +169,7 @@ class AsyncSQLDocuments:
         """Write a new version of a document and return it (see `AsyncStore`)."""
         prepared = prepare_document(namespace, key, body, text, author, self.max_message_bytes)
         expected = check_expected_version(expected_version)
-        updated = now_us()
+        updated = self._now_us()
         async with self._begin() as tx:
             owner = await self._doc_owner(tx, scope, level, session_id, lock=True)
             pk, current = await self._lock_document(tx, owner, prepared.namespace, prepared.key)

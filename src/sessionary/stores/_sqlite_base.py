@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import quote
 
 from sessionary.errors import InvalidInput, SchemaError, SessionNotFound
 from sessionary.records import Scope
+from sessionary.retention import Clock, clock_us, system_clock
 from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES
 from sessionary.stores._rows import now_us
 from sessionary.stores._sqlite_rows import store_error
@@ -54,11 +56,13 @@ class SQLiteBase:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         readonly: bool = False,
         migrate: bool = True,
+        clock: Clock = system_clock,
     ) -> None:
         if durability not in ("full", "normal"):
             raise InvalidInput(f"durability must be 'full' or 'normal', not {durability!r}")
         self.path = path
         self.max_message_bytes = max_message_bytes
+        self.clock = clock
         self._lock = threading.RLock()
         try:
             mode = "ro" if readonly else None if migrate else "rw"
@@ -191,11 +195,28 @@ class SQLiteBase:
         with self._lock:
             self._db.close()
 
-    def _session_pk(self, db: sqlite3.Connection, scope: Scope, session_id: str) -> int:
+    def _now_us(self) -> int:
+        """The store's clock now, in microseconds (what writes stamp, what expiry checks)."""
+        return clock_us(self.clock)
+
+    def _session_pk(
+        self, db: sqlite3.Connection, scope: Scope, session_id: str, live: bool = True
+    ) -> int:
+        """A session's pk; an expired session counts as missing unless `live` is False."""
         row = db.execute(
-            "SELECT pk FROM sessions WHERE tenant = ? AND user_id = ? AND id = ?",
+            "SELECT pk, ttl_us, ttl_sliding, created_us FROM sessions "
+            "WHERE tenant = ? AND user_id = ? AND id = ?",
             (scope.tenant, scope.user, session_id),
         ).fetchone()
-        if row is None:
+        if row is None or (live and row[1] is not None and self._expired(db, row)):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         return int(row[0])
+
+    def _expired(self, db: sqlite3.Connection, row: Sequence[Any]) -> bool:
+        """Whether the session (pk, ttl_us, ttl_sliding, created_us) of `row` has expired."""
+        start = row[3]
+        if row[2]:  # sliding: from the latest activity, which the view works out
+            start = db.execute(
+                "SELECT updated_us FROM sessions_now WHERE pk = ?", (row[0],)
+            ).fetchone()[0]
+        return int(start) + int(row[1]) <= self._now_us()

@@ -34,7 +34,6 @@ from sessionary.stores._documents import (
     owner_key,
     restore_plan,
 )
-from sessionary.stores._rows import now_us
 from sessionary.stores._sqlite_registry import SQLiteRegistry
 from sessionary.stores._textmatch import document_hits, pool_size
 
@@ -124,7 +123,7 @@ class SQLiteDocuments(SQLiteRegistry):
                 raise VersionConflict(
                     f"document {namespace}/{key:.80} is at version {current}, not {expected}"
                 )
-            self._add_version(db, owner, prepared, current + 1, now_us())
+            self._add_version(db, owner, prepared, current + 1, self._now_us())
             row = db.execute(
                 _LATEST + f"WHERE {_OWNER} AND d.namespace = ? AND d.doc_key = ?",
                 (*owner, prepared.namespace, prepared.key),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import UTC, datetime
 from typing import Any
 
 from sessionary.errors import AlreadyExists, SessionNotFound
@@ -19,12 +18,14 @@ from sessionary.records import (
     StateLevel,
     check_patch,
 )
+from sessionary.retention import is_expired, live_sql, ttl_micros
 from sessionary.stores._common import (
     check_label,
     check_limit,
     check_restore,
     check_session_fields,
     check_totals,
+    check_ttl_update,
     empty_state,
     encode_json,
     next_state,
@@ -34,7 +35,6 @@ from sessionary.stores._common import (
 from sessionary.stores._rows import (
     SESSION_COLUMNS,
     list_sql,
-    now_us,
     session_from_row,
     session_page,
 )
@@ -56,13 +56,13 @@ class SQLiteRegistry(SQLiteBase):
     def _insert_session(self, db: sqlite3.Connection, scope: Scope, info: SessionInfo) -> int:
         check_session_fields(info)
         metadata = encode_json(info.metadata, "session metadata", self.max_message_bytes)
-        now = now_us()
+        now = self._now_us()
         created = to_micros(info.created_at) if info.created_at else now
         cur = db.execute(
             "INSERT INTO sessions (tenant, user_id, id, name, parent_session_id, model, source, "
             "metadata, created_us, updated_us, ended_us, end_reason, input_tokens, "
-            "output_tokens, cost, version) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "output_tokens, cost, version, ttl_us, ttl_sliding) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (tenant, user_id, id) DO NOTHING",
             (
                 scope.tenant,
@@ -81,6 +81,8 @@ class SQLiteRegistry(SQLiteBase):
                 info.output_tokens,
                 info.cost,
                 info.version,
+                ttl_micros(info.ttl),
+                int(info.ttl_sliding),
             ),
         )
         if cur.rowcount != 1:
@@ -99,13 +101,15 @@ class SQLiteRegistry(SQLiteBase):
                 "WHERE tenant = ? AND user_id = ? AND id = ?",
                 (scope.tenant, scope.user, session_id),
             ).fetchone()
-            return None if row is None else session_from_row(row)
+        info = None if row is None else session_from_row(row)
+        return None if info is None or is_expired(info, self._now_us()) else info
 
     def list_sessions(
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
-        sql, params = list_sql(scope, where, limit, cursor, "?", "active_us", "sessions_now")
+        now = self._now_us()
+        sql, params = list_sql(scope, where, limit, cursor, "?", "active_us", "sessions_now", now)
         with self._read() as db:
             rows = db.execute(sql, params).fetchall()
         return session_page(rows, limit)
@@ -113,10 +117,14 @@ class SQLiteRegistry(SQLiteBase):
     def update_session(self, scope: Scope, session_id: str, update: SessionUpdate) -> SessionInfo:
         check_label(update.name, "name")
         check_label(update.end_reason, "end_reason")
+        check_ttl_update(update)
         metadata = None
         if update.metadata is not None:
             metadata = encode_json(update.metadata, "session metadata", self.max_message_bytes)
-        ended = to_micros(update.ended_at or datetime.now(UTC)) if update.end_reason else None
+        now = self._now_us()
+        ended = (
+            (to_micros(update.ended_at) if update.ended_at else now) if update.end_reason else None
+        )
         with self._write() as db:
             pk = self._session_pk(db, scope, session_id)
             totals = db.execute(
@@ -127,7 +135,9 @@ class SQLiteRegistry(SQLiteBase):
                 "UPDATE sessions SET name = coalesce(?, name), metadata = coalesce(?, metadata), "
                 "end_reason = coalesce(?, end_reason), ended_us = coalesce(?, ended_us), "
                 "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
-                "cost = cost + ?, version = version + 1, updated_us = ? WHERE pk = ?",
+                "cost = cost + ?, version = version + 1, updated_us = ?, "
+                "ttl_us = iif(? IS NULL, ttl_us, nullif(?, 0)), "
+                "ttl_sliding = coalesce(?, ttl_sliding) WHERE pk = ?",
                 (
                     update.name,
                     metadata,
@@ -136,7 +146,10 @@ class SQLiteRegistry(SQLiteBase):
                     update.add_input_tokens,
                     update.add_output_tokens,
                     update.add_cost,
-                    now_us(),
+                    now,
+                    update.ttl,
+                    ttl_micros(update.ttl or None) or 0,
+                    update.ttl_sliding,
                     pk,
                 ),
             )
@@ -145,24 +158,64 @@ class SQLiteRegistry(SQLiteBase):
     def delete_session(self, scope: Scope, session_id: str) -> bool:
         with self._write() as db:
             try:
-                pk = self._session_pk(db, scope, session_id)
+                pk = self._session_pk(db, scope, session_id, live=False)
             except SessionNotFound:
                 return False
-            unindex_where(db, "session_pk = ?", (pk,))
-            db.execute("DELETE FROM messages WHERE session_pk = ?", (pk,))
-            db.execute(
-                "DELETE FROM states WHERE level = 'session' AND tenant = ? AND user_id = ? "
-                "AND owner = ?",
-                (scope.tenant, scope.user, session_id),
-            )
-            db.execute(  # a trigger deletes their versions and index rows
-                "DELETE FROM documents WHERE level = 'session' AND tenant = ? AND user_id = ? "
-                "AND owner = ?",
-                (scope.tenant, scope.user, session_id),
-            )
-            db.execute("DELETE FROM sessions WHERE pk = ?", (pk,))
+            self._delete_session_row(db, scope, session_id, pk)
             lower_watermark(db)
             return True
+
+    def _delete_session_row(
+        self, db: sqlite3.Connection, scope: Scope, session_id: str, pk: int
+    ) -> None:
+        """Delete a session with what it owns (in a write transaction)."""
+        unindex_where(db, "session_pk = ?", (pk,))
+        db.execute("DELETE FROM messages WHERE session_pk = ?", (pk,))
+        owner = (scope.tenant, scope.user, session_id)
+        db.execute(
+            "DELETE FROM states WHERE level = 'session' AND tenant = ? AND user_id = ? "
+            "AND owner = ?",
+            owner,
+        )
+        db.execute(  # a trigger deletes their versions and index rows
+            "DELETE FROM documents WHERE level = 'session' AND tenant = ? AND user_id = ? "
+            "AND owner = ?",
+            owner,
+        )
+        db.execute("DELETE FROM sessions WHERE pk = ?", (pk,))
+
+    def sweep(self, limit: int) -> int:
+        """Delete up to `limit` expired sessions of every scope; return how many."""
+        check_limit(limit)
+        with self._write() as db:
+            rows = db.execute(
+                "SELECT pk, tenant, user_id, id FROM sessions_now "
+                f"WHERE ttl_us IS NOT NULL AND NOT {live_sql('?')} LIMIT ?",
+                (self._now_us(), limit),
+            ).fetchall()
+            for pk, tenant, user, session_id in rows:
+                self._delete_session_row(db, Scope(tenant, user), session_id, pk)
+            lower_watermark(db)
+        return len(rows)
+
+    def erase(self, scope: Scope, whole_tenant: bool) -> int:
+        """Delete everything of the scope's user (or with `whole_tenant` its tenant)."""
+        where = "tenant = ?" if whole_tenant else "tenant = ? AND user_id = ?"
+        params = (scope.tenant,) if whole_tenant else (scope.tenant, scope.user)
+        owned = f"session_pk IN (SELECT pk FROM sessions WHERE {where})"
+        with self._write() as db:
+            (count,) = db.execute(f"SELECT count(*) FROM sessions WHERE {where}", params).fetchone()
+            unindex_where(db, owned, params)
+            db.execute(f"DELETE FROM messages WHERE {owned}", params)
+            db.execute(f"DELETE FROM states WHERE {where}", params)
+            # a trigger deletes the documents' versions and index rows
+            db.execute(f"DELETE FROM documents WHERE {where}", params)
+            db.execute(f"DELETE FROM sessions WHERE {where}", params)
+            lower_watermark(db)
+            # FTS5 deletes by adding tombstones; merging the segments drops the words.
+            for index in ("messages_fts", "documents_fts"):
+                db.execute(f"INSERT INTO {index} ({index}) VALUES ('optimize')")
+            return int(count)
 
     def _state_key(
         self, db: sqlite3.Connection, scope: Scope, level: StateLevel, session_id: str | None

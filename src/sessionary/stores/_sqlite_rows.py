@@ -56,6 +56,7 @@ SELECT m.id, m.role, m.created_us, m.data, iif(m.data = '', m.text, NULL) FROM m
 WHERE m.session_pk = (
     SELECT pk FROM sessions_now
     WHERE tenant = ?1 AND user_id = ?2 AND id = ?3 AND message_count = head_depth + 1
+        AND ttl_us IS NULL
 )
 AND m.depth BETWEEN (
     SELECT max(0, head_depth - ?4) FROM sessions_now
@@ -64,7 +65,8 @@ AND m.depth BETWEEN (
 ORDER BY m.depth
 """
 """The head's last `?4 + 1` messages in one statement, for a session that is one chain (else
-no rows). The rows leave out the parent: in a chain it is the message before, and the
+no rows; so is a session with a TTL, read by the path that checks expiry). The rows
+leave out the parent: in a chain it is the message before, and the
 extra first row (when there is one) only gives the first returned message its parent."""
 MESSAGE_SQL = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m "
 INSERT_SQL = (
@@ -79,21 +81,23 @@ NEWEST = (
 """The seq of a session's deepest message, the newest of those: its end of `messages_depth`."""
 STATE_SQL = """
 SELECT n.pk, n.head_seq, n.head_depth, n.head_id, n.message_count, n.updated_us,
-    n.head_follows AND NOT EXISTS (
+    n.head_follows AND n.ttl_us IS NULL AND NOT EXISTS (
         SELECT 1 FROM sessions AS o WHERE o.tenant = n.tenant AND o.user_id = n.user_id
             AND (o.active_us, o.id) > (n.active_us, n.id)
-    )
+    ),
+    n.ttl_us, n.ttl_sliding, n.created_us
 FROM sessions_now AS n WHERE n.tenant = ? AND n.user_id = ? AND n.id = ?
 """
 """A session's pk, head (seq, depth, id), message count and time, and whether the next
-append after its head may take `FOLLOW_SQL` (its head follows, and it is first in its scope)."""
+append after its head may take `FOLLOW_SQL` (its head follows, it is first in its scope and
+it has no TTL), then its TTL, whether it slides, and its creation time."""
 FOLLOW_SQL = """
 INSERT OR IGNORE INTO messages (session_pk, id, parent_seq, parent_id, depth, role, created_us,
     data, text, stored_us)
 VALUES ((
     SELECT s.pk FROM sessions AS s
     WHERE s.pk = ?10 AND s.tenant = ?11 AND s.user_id = ?12 AND s.id = ?13
-        AND s.head_follows AND ?9 >= s.active_us
+        AND s.head_follows AND s.ttl_us IS NULL AND ?9 >= s.active_us
         AND (
             SELECT m.seq, m.depth, m.id FROM messages AS m WHERE m.session_pk = ?10
             ORDER BY m.depth DESC, m.seq DESC LIMIT 1

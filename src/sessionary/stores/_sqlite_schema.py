@@ -35,7 +35,11 @@ Design notes:
   index of `sessions`.
 - `messages_fts` is an external-content FTS5 index over `messages.text`. It is filled in
   batches (see `search_progress`), not by a trigger in every append transaction. Since
-  version 5 both FTS5 indexes hold words unstemmed (`unicode61`, no `porter`).
+  version 6 both FTS5 indexes hold words unstemmed (`unicode61`, no `porter`).
+- A session with a TTL keeps it in `ttl_us`, with `ttl_sliding` (count from the last
+  activity, the view's `updated_us`, or from `created_us`); reads hide it once expired,
+  and `sessions_ttl` (only rows with a TTL) is what the sweeper scans. Such sessions
+  never take the one-statement append or path read, which skip the session's row.
 - `documents` holds one row per document (its owner, latest version number and text);
   `document_versions` one row per version (body, text, author, time). The row of a
   document is what `documents_fts` indexes, by triggers: documents are written far less
@@ -193,10 +197,29 @@ FROM sessions AS s LEFT JOIN messages AS h ON s.head_follows AND h.seq = (
 )
 """
 
+_V5 = """
+ALTER TABLE sessions ADD COLUMN ttl_us INTEGER;
+ALTER TABLE sessions ADD COLUMN ttl_sliding INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX sessions_ttl ON sessions (ttl_us) WHERE ttl_us IS NOT NULL;
+DROP VIEW sessions_now;
+CREATE VIEW sessions_now AS
+SELECT s.pk, s.tenant, s.user_id, s.id, s.name, s.parent_session_id, s.model, s.source,
+    s.metadata, s.created_us, max(s.updated_us, coalesce(h.stored_us, 0)) AS updated_us,
+    s.ended_us, s.end_reason, s.input_tokens, s.output_tokens, s.cost,
+    coalesce(h.seq, s.head_seq) AS head_seq, coalesce(h.depth, s.head_depth) AS head_depth,
+    coalesce(h.id, s.head_id) AS head_id,
+    s.message_count + coalesce(h.depth - s.head_depth, 0) AS message_count,
+    s.version, s.active_us, s.head_follows, s.ttl_us, s.ttl_sliding
+FROM sessions AS s LEFT JOIN messages AS h ON s.head_follows AND h.seq = (
+    SELECT m.seq FROM messages AS m WHERE m.session_pk = s.pk
+    ORDER BY m.depth DESC, m.seq DESC LIMIT 1
+)
+"""
+
 # Search matches whole words, never stems (see `stores._textmatch`): the indexes hold the
 # words as unicode61 folds them, without the porter stemmer, so a prefix is a prefix of a
 # word as written. The message index is rebuilt up to its watermark, where it was.
-_V5 = """
+_V6 = """
 DROP TABLE messages_fts;
 CREATE VIRTUAL TABLE messages_fts USING fts5 (
     text, content = 'messages', content_rowid = 'seq', tokenize = 'unicode61 remove_diacritics 2'
@@ -215,7 +238,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (2, "versioned documents with a search index", _V2),
     (3, "list order by an activity rank that appends to the newest session leave alone", _V3),
     (4, "a head that follows appends without a write to its session row", _V4),
-    (5, "search indexes of whole words, unstemmed", _V5),
+    (5, "a TTL per session (retention), sliding or fixed", _V5),
+    (6, "search indexes of whole words, unstemmed", _V6),
 ]
 """(version, name, SQL) in order; statements end with semicolons (triggers may hold more)."""
 

@@ -42,6 +42,7 @@ from sessionary.records import (
     decode_cursor,
     encode_cursor,
 )
+from sessionary.retention import Clock, clock_us, is_expired, system_clock
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
@@ -51,6 +52,7 @@ from sessionary.stores._common import (
     check_restore,
     check_session_fields,
     check_totals,
+    check_ttl_update,
     empty_state,
     encode_imported_state,
     encode_json,
@@ -94,18 +96,17 @@ class _Session:
     head: str | None = None
 
 
-def _now_us() -> int:
-    return to_micros(datetime.now(UTC))
-
-
 class MemoryEngine(MemoryDocuments):
     """Keeps everything in process memory, guarded by one lock."""
 
     blocking = False
     capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
 
-    def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, clock: Clock = system_clock
+    ) -> None:
         self.max_message_bytes = max_message_bytes
+        self.clock = clock
         self._lock = threading.RLock()
         self._sessions: dict[tuple[str, str, str], _Session] = {}
         self._states: dict[tuple[str, str, str, str], State] = {}
@@ -115,10 +116,16 @@ class MemoryEngine(MemoryDocuments):
     # ------------------------------------------------------------------ sessions
 
     def _session(self, scope: Scope, session_id: str) -> _Session:
-        found = self._sessions.get((scope.tenant, scope.user, session_id))
+        found = self._live(self._sessions.get((scope.tenant, scope.user, session_id)))
         if found is None:
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         return found
+
+    def _live(self, sess: _Session | None) -> _Session | None:
+        """`sess`, or None if it is None or expired (see `sessionary.retention`)."""
+        if sess is None or sess.info.ttl is None:
+            return sess
+        return None if is_expired(sess.info, clock_us(self.clock)) else sess
 
     def _info(self, sess: _Session) -> SessionInfo:
         info = copy.deepcopy(sess.info)
@@ -138,13 +145,13 @@ class MemoryEngine(MemoryDocuments):
 
     def _new_row(self, info: SessionInfo) -> SessionInfo:
         row = replace(copy.deepcopy(info), head_id=None, message_count=0)
-        row.created_at = row.created_at or datetime.now(UTC)
+        row.created_at = row.created_at or self.clock()
         row.updated_at = row.updated_at or row.created_at
         return row
 
     def get_session(self, scope: Scope, session_id: str) -> SessionInfo | None:
         with self._lock:
-            found = self._sessions.get((scope.tenant, scope.user, session_id))
+            found = self._live(self._sessions.get((scope.tenant, scope.user, session_id)))
             return None if found is None else self._info(found)
 
     def list_sessions(
@@ -155,7 +162,10 @@ class MemoryEngine(MemoryDocuments):
             rows = [
                 self._info(s)
                 for (tenant, user, _), s in self._sessions.items()
-                if tenant == scope.tenant and user == scope.user and _matches(s.info, where)
+                if tenant == scope.tenant
+                and user == scope.user
+                and _matches(s.info, where)
+                and self._live(s) is not None
             ]
         rows.sort(key=lambda i: (to_micros(_when(i.updated_at)), i.id), reverse=True)
         if cursor is not None:
@@ -174,6 +184,7 @@ class MemoryEngine(MemoryDocuments):
     def update_session(self, scope: Scope, session_id: str, update: SessionUpdate) -> SessionInfo:
         check_label(update.name, "name")
         check_label(update.end_reason, "end_reason")
+        check_ttl_update(update)
         if update.metadata is not None:
             encode_json(update.metadata, "session metadata", self.max_message_bytes)
         with self._lock:
@@ -186,12 +197,16 @@ class MemoryEngine(MemoryDocuments):
                 info.metadata = copy.deepcopy(update.metadata)
             if update.end_reason is not None:
                 info.end_reason = update.end_reason
-                info.ended_at = update.ended_at or datetime.now(UTC)
+                info.ended_at = update.ended_at or self.clock()
             info.input_tokens += update.add_input_tokens
             info.output_tokens += update.add_output_tokens
             info.cost += update.add_cost
+            if update.ttl is not None:
+                info.ttl = update.ttl or None
+            if update.ttl_sliding is not None:
+                info.ttl_sliding = update.ttl_sliding
             info.version += 1
-            info.updated_at = datetime.now(UTC)
+            info.updated_at = self.clock()
             return self._info(sess)
 
     def delete_session(self, scope: Scope, session_id: str) -> bool:
@@ -200,6 +215,36 @@ class MemoryEngine(MemoryDocuments):
             self._states.pop(("session", scope.tenant, scope.user, session_id), None)
             self._drop_session_documents(scope, session_id)
             return removed is not None
+
+    def erase(self, scope: Scope, whole_tenant: bool) -> int:
+        """Delete everything of the scope's user (or with `whole_tenant` its tenant)."""
+
+        def owned(tenant: str, user: str) -> bool:
+            return tenant == scope.tenant and (whole_tenant or user == scope.user)
+
+        with self._lock:
+            sessions = [key for key in self._sessions if owned(key[0], key[1])]
+            for key in sessions:
+                del self._sessions[key]
+            for owner in [key for key in self._states if owned(key[1], key[2])]:
+                del self._states[owner]
+            for owner in [key for key in self._docs if owned(key[1], key[2])]:
+                del self._docs[owner]
+            return len(sessions)
+
+    def sweep(self, limit: int) -> int:
+        """Delete up to `limit` expired sessions of every scope; return how many."""
+        check_limit(limit)
+        with self._lock:
+            now = clock_us(self.clock)
+            expired = [
+                key
+                for key, sess in self._sessions.items()
+                if sess.info.ttl is not None and is_expired(sess.info, now)
+            ][:limit]
+            for tenant, user, session_id in expired:
+                self.delete_session(Scope(tenant, user), session_id)
+            return len(expired)
 
     # ------------------------------------------------------------------ messages
 
@@ -223,7 +268,7 @@ class MemoryEngine(MemoryDocuments):
             nodes = self._insert_chain(sess, prepared, at)
             if any(inserted for _, inserted in nodes):
                 sess.head = nodes[-1][0].id
-                sess.info.updated_at = datetime.now(UTC)
+                sess.info.updated_at = self.clock()
             return [node.message() for node, _ in nodes]
 
     def _resolve_parent(self, sess: _Session, parent: Parent) -> str | None:
@@ -276,7 +321,7 @@ class MemoryEngine(MemoryDocuments):
                     f"a message's role cannot change ({node.role} -> {message.role})"
                 )
             node.body, node.text = item.body, item.text
-            sess.info.updated_at = datetime.now(UTC)
+            sess.info.updated_at = self.clock()
             return node.message()
 
     def delete_message(self, scope: Scope, session_id: str, message_id: str) -> list[str]:
@@ -292,7 +337,7 @@ class MemoryEngine(MemoryDocuments):
                 sess.head = node.parent
             for mid in doomed:
                 del sess.nodes[mid]
-            sess.info.updated_at = datetime.now(UTC)
+            sess.info.updated_at = self.clock()
             return doomed
 
     def delete_messages(
@@ -312,7 +357,7 @@ class MemoryEngine(MemoryDocuments):
                     sess.nodes[node.parent].children.remove(node.id)
             for node in found:
                 del sess.nodes[node.id]
-            sess.info.updated_at = datetime.now(UTC)
+            sess.info.updated_at = self.clock()
             return list(message_ids)
 
     def _subtree(self, sess: _Session, root: str) -> Iterator[str]:
@@ -328,7 +373,7 @@ class MemoryEngine(MemoryDocuments):
             count = len(sess.nodes)
             sess.nodes.clear()
             sess.head = None
-            sess.info.updated_at = datetime.now(UTC)
+            sess.info.updated_at = self.clock()
             return count
 
     def get_message(self, scope: Scope, session_id: str, message_id: str) -> Message | None:
@@ -409,7 +454,7 @@ class MemoryEngine(MemoryDocuments):
             for (tenant, user, sid), sess in self._sessions.items():
                 if tenant != scope.tenant or user != scope.user:
                     continue
-                if session_id is not None and sid != session_id:
+                if (session_id is not None and sid != session_id) or self._live(sess) is None:
                     continue
                 rows.extend(
                     (node.seq, (sid, node.id, node.role, node.created_us, node.text))
@@ -534,12 +579,15 @@ def _matches(info: SessionInfo, where: SessionFilter) -> bool:
 
 
 def open_memory_engine(
-    name: str, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    name: str, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, clock: Clock = system_clock
 ) -> MemoryEngine:
-    """Return a fresh engine, or the process-wide one called `name` when a name is given."""
+    """Return a fresh engine, or the process-wide one called `name` when a name is given.
+
+    A named engine keeps the clock it was first opened with.
+    """
     if not name:
-        return MemoryEngine(max_message_bytes)
+        return MemoryEngine(max_message_bytes, clock)
     with _named_lock:
         if name not in _named:
-            _named[name] = MemoryEngine(max_message_bytes)
+            _named[name] = MemoryEngine(max_message_bytes, clock)
         return _named[name]

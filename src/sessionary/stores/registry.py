@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessionary._optional import require
+from sessionary.retention import Clock, system_clock
 from sessionary.stores.adapter import wrap_engine, wrap_store
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.sql import AsyncSQLStore
@@ -39,12 +40,14 @@ from sessionary.stores.urls import StoreURL, parse_store_url
 __all__ = ["open_async_store"]
 
 
-def open_async_store(url: str) -> AsyncStore:
+def open_async_store(url: str, *, clock: Clock | None = None) -> AsyncStore:
     """Open the store a URL names.
 
     Args:
         url: `sqlite:///path.db`, `memory://`, `postgresql://...`, `mysql://...`, or a
             plain file path (SQLite).
+        clock: What the store takes as the time now when it decides whether a session
+            with a TTL has expired (default: the system clock); see `sessionary.retention`.
 
     Raises:
         InvalidURL: If the URL is malformed, has unknown options, or names no backend.
@@ -52,27 +55,31 @@ def open_async_store(url: str) -> AsyncStore:
         StoreUnavailable: If the backend cannot be opened.
     """
     parsed = parse_store_url(url)
+    clock = system_clock if clock is None else clock
     if parsed.scheme == "memory":
         from sessionary.stores.memory import open_memory_engine
 
-        return wrap_engine(open_memory_engine(parsed.location, **parsed.options))  # type: ignore[arg-type]
+        return wrap_engine(open_memory_engine(parsed.location, **parsed.options, clock=clock))  # type: ignore[arg-type]
     if parsed.scheme in ("postgresql", "mysql"):
-        return _open_server(parsed)
+        return _open_server(parsed, clock)
     if parsed.scheme == "redis":
         from sessionary.stores.redis import AsyncRedisStore
 
         options: Any = parsed.options
-        return wrap_store(lambda: AsyncRedisStore(parsed.location, **options))
+        return wrap_store(lambda: AsyncRedisStore(parsed.location, **options, clock=clock))
     from sessionary.stores.sqlite import SQLiteEngine
 
-    return wrap_engine(SQLiteEngine(parsed.location, **parsed.options))  # type: ignore[arg-type]
+    return wrap_engine(SQLiteEngine(parsed.location, **parsed.options, clock=clock))  # type: ignore[arg-type]
 
 
-def _open_server(parsed: StoreURL) -> AsyncStore:
+def _open_server(parsed: StoreURL, clock: Clock) -> AsyncStore:
     """Open a PostgreSQL or MySQL store; its driver is imported here, not before."""
     options: dict[str, Any] = dict(parsed.options)
     # The store's own options; the rest are the driver's.
-    sizes = {k: options.pop(k) for k in ("max_message_bytes", "migrate") if k in options}
+    sizes: dict[str, Any] = {
+        k: options.pop(k) for k in ("max_message_bytes", "migrate") if k in options
+    }
+    sizes["clock"] = clock
     if parsed.scheme == "postgresql":
         require("psycopg", "psycopg_pool", extra="postgres", what="the postgresql backend")
         from sessionary.stores._postgres_sql import PostgresDialect

@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 from sessionary.errors import (
@@ -56,6 +55,7 @@ from sessionary.records import (
     State,
     encode_cursor,
 )
+from sessionary.retention import Clock, clock_us, is_expired, system_clock, ttl_micros
 from sessionary.stores import _sql_common as shared
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -65,6 +65,7 @@ from sessionary.stores._common import (
     check_limit,
     check_session_fields,
     check_totals,
+    check_ttl_update,
     encode_imported_state,
     encode_json,
     prepare_messages,
@@ -76,7 +77,6 @@ from sessionary.stores._rows import (
     decode_rows,
     list_sql,
     message_from_row,
-    now_us,
     session_from_row,
     session_page,
     stored_copy,
@@ -87,11 +87,13 @@ from sessionary.stores._sql_common import (
     SESSION_COLUMNS,
     Dialect,
     decode_cursor_pair,
+    expired_row,
     import_rows,
     plan_chain,
 )
 from sessionary.stores._sql_documents import AsyncSQLDocuments
 from sessionary.stores._sql_driver import AsyncDriver, AsyncTransaction
+from sessionary.stores._sql_governance import AsyncSQLGovernance
 from sessionary.stores._sql_state import AsyncSQLState
 from sessionary.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 
@@ -104,15 +106,20 @@ this many messages it appends."""
 _INDEX_WAIT = 10
 """Seconds a search waits for another client's catch-up of the search index."""
 
+_EXPIRY_OF_S = ", ".join(f"s.{column}" for column in shared.EXPIRY_COLUMNS.split(", "))
+
 _HEADS_KEPT = 4096
 """The most session heads a store remembers; it forgets them all when full."""
 
 
 def _located(
-    row: Sequence[Any] | None, session_id: str, message_id: str | None
+    row: Sequence[Any] | None, session_id: str, message_id: str | None, now: int
 ) -> tuple[int, str | None, int, int | None]:
-    """(pk, head id, head depth, depth of `message_id` or None) from a `LOCATE_SQL` row."""
-    if row is None:
+    """(pk, head id, head depth, depth of `message_id` or None) from a `LOCATE_SQL` row.
+
+    A session expired by `now` is not found.
+    """
+    if row is None or expired_row(row[4:], now):
         raise SessionNotFound(f"no session {session_id!r} in this scope")
     if message_id is not None and row[3] is None:
         raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
@@ -137,17 +144,19 @@ async def _released(tx: AsyncTransaction, unlock: Sequence[str]) -> AsyncIterato
         await tx.execute(statement)
 
 
-class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
+class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments, AsyncSQLGovernance):
     """A store on an SQL server, through a driver and a dialect.
 
     The state methods come from `AsyncSQLState` (in `_sql_state`), the document methods
-    from `AsyncSQLDocuments` (in `_sql_documents`).
+    from `AsyncSQLDocuments` (in `_sql_documents`), erasure and retention from
+    `AsyncSQLGovernance` (in `_sql_governance`).
 
     Args:
         driver: The connection pool (e.g. `AsyncPostgresDriver`).
         dialect: The server's SQL (e.g. `PostgresDialect`).
         max_message_bytes: The largest encoded message (and state or document) accepted.
         migrate: Create or upgrade the schema on first use; False only checks its version.
+        clock: The time now, for what it writes and for expiry (see `sessionary.retention`).
     """
 
     capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
@@ -159,8 +168,10 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         migrate: bool = True,
+        clock: Clock = system_clock,
     ) -> None:
         self.max_message_bytes = max_message_bytes
+        self.clock = clock
         self._driver = driver
         self._dialect = dialect
         self._setup = self._migrate if migrate else self._check_schema
@@ -263,20 +274,29 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         assert row is not None
         return session_from_row(row)
 
+    def _now_us(self) -> int:
+        """The store's clock now, in microseconds (what writes stamp, what expiry checks)."""
+        return clock_us(self.clock)
+
     async def _session_pk(self, tx: AsyncTransaction, scope: Scope, session_id: str) -> int:
+        """A live session's pk (an expired one counts as missing)."""
         row = await tx.fetchone(
-            f"SELECT pk FROM sessions WHERE {shared.SCOPED}", (scope.tenant, scope.user, session_id)
+            f"SELECT pk, {shared.EXPIRY_COLUMNS} FROM sessions WHERE {shared.SCOPED}",
+            (scope.tenant, scope.user, session_id),
         )
-        if row is None:
+        if row is None or expired_row(row[1:], self._now_us()):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         return int(row[0])
 
     async def _lock(
-        self, tx: AsyncTransaction, scope: Scope, session_id: str
+        self, tx: AsyncTransaction, scope: Scope, session_id: str, live: bool = True
     ) -> tuple[int, str | None, int]:
-        """Lock a session's row until the transaction ends; return (pk, head id, depth)."""
+        """Lock a session's row until the transaction ends; return (pk, head id, depth).
+
+        An expired session counts as missing, unless `live` is False.
+        """
         row = await tx.fetchone(shared.LOCK_SQL, (scope.tenant, scope.user, session_id))
-        if row is None:
+        if row is None or (live and expired_row(row[3:], self._now_us())):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         return int(row[0]), row[1], int(row[2])
 
@@ -285,7 +305,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
     ) -> int:
         """Insert a session row with `head` = (head id, head depth, message count)."""
         metadata = encode_json(info.metadata, "session metadata", self.max_message_bytes)
-        row = shared.session_row(scope, info, metadata, head)
+        row = shared.session_row(scope, info, metadata, head, self._now_us())
         return await tx.insert(shared.INSERT_SESSION, row, "pk")
 
     async def create_session(self, scope: Scope, info: SessionInfo) -> SessionInfo:
@@ -303,13 +323,14 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
             f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {shared.SCOPED}",
             (scope.tenant, scope.user, session_id),
         )
-        return session_from_row(rows[0]) if rows else None
+        info = session_from_row(rows[0]) if rows else None
+        return None if info is None or is_expired(info, self._now_us()) else info
 
     async def list_sessions(
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
-        sql, params = list_sql(scope, where, limit, cursor)
+        sql, params = list_sql(scope, where, limit, cursor, now_us=self._now_us())
         async with self._begin() as tx:
             rows = await tx.fetchall(sql, params)
         return session_page(rows, limit)
@@ -319,10 +340,14 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
     ) -> SessionInfo:
         check_label(update.name, "name")
         check_label(update.end_reason, "end_reason")
+        check_ttl_update(update)
         metadata = None
         if update.metadata is not None:
             metadata = encode_json(update.metadata, "session metadata", self.max_message_bytes)
-        ended = to_micros(update.ended_at or datetime.now(UTC)) if update.end_reason else None
+        now = self._now_us()
+        ended = None
+        if update.end_reason:
+            ended = to_micros(update.ended_at) if update.ended_at else now
         async with self._begin() as tx:
             pk = (await self._lock(tx, scope, session_id))[0]
             totals = await tx.fetchone(
@@ -335,10 +360,13 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
                 "metadata = coalesce(%s, metadata), end_reason = coalesce(%s, end_reason), "
                 "ended_us = coalesce(%s, ended_us), input_tokens = input_tokens + %s, "
                 "output_tokens = output_tokens + %s, cost = cost + %s, version = version + 1, "
-                "updated_us = %s WHERE pk = %s",
+                "updated_us = %s, ttl_us = CASE WHEN %s = 1 THEN %s ELSE ttl_us END, "
+                "ttl_sliding = coalesce(%s, ttl_sliding) WHERE pk = %s",
                 (
                     update.name, metadata, update.end_reason, ended, update.add_input_tokens,
-                    update.add_output_tokens, update.add_cost, now_us(), pk,
+                    update.add_output_tokens, update.add_cost, now,
+                    0 if update.ttl is None else 1, ttl_micros(update.ttl or None),
+                    None if update.ttl_sliding is None else int(update.ttl_sliding), pk,
                 ),
             )  # fmt: skip
             return await self._session_info(tx, pk)
@@ -346,7 +374,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
     async def delete_session(self, scope: Scope, session_id: str) -> bool:
         async with self._begin() as tx:
             try:
-                pk = (await self._lock(tx, scope, session_id))[0]
+                pk = (await self._lock(tx, scope, session_id, live=False))[0]
             except SessionNotFound:
                 return False
             await tx.execute("DELETE FROM messages WHERE session_pk = %s", (pk,))
@@ -398,7 +426,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
                 await tx.execute(
                     "UPDATE sessions SET head_id = %s, head_depth = %s, "
                     "message_count = message_count + %s, updated_us = %s WHERE pk = %s",
-                    (*last, len(rows), now_us(), pk),
+                    (*last, len(rows), self._now_us(), pk),
                 )
         if rows:
             self._saw_head((scope.tenant, scope.user, session_id), pk, last)
@@ -425,7 +453,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         seen = self._heads.get(key)
         at = (0, None, -1) if seen is None else seen
         out, rows, last = plan_chain(at[0], prepared, at[1:], {}, dialect.index_text)
-        now = now_us()
+        now = self._now_us()
         try:
             if seen is not None and (expected is Head.ANY or expected == seen[1]):
                 params = dialect.append_after_params(seen, rows, now)
@@ -473,9 +501,9 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
             marks = ", ".join(["%s"] * len(chunk))
             statements.append((f"{shared.FIND_SQL} AND m.id IN ({marks})", (*key, *chunk)))
         lock, *found = await tx.fetch_each(statements)
-        if not lock:
+        if not lock or expired_row(lock[0][3:], self._now_us()):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
-        pk, head_id, head_depth = lock[0]
+        pk, head_id, head_depth = lock[0][:3]
         existing = {row[0]: row for rows in found for row in rows}
         return int(pk), head_id, int(head_depth), existing
 
@@ -528,7 +556,9 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
                 "UPDATE messages SET data = %s, text = %s WHERE session_pk = %s AND id = %s",
                 (item.body, self._dialect.index_text(item.text), pk, message.id),
             )
-            await tx.execute("UPDATE sessions SET updated_us = %s WHERE pk = %s", (now_us(), pk))
+            await tx.execute(
+                "UPDATE sessions SET updated_us = %s WHERE pk = %s", (self._now_us(), pk)
+            )
             stored = await tx.fetchone(
                 f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = %s AND id = %s",
                 (pk, message.id),
@@ -552,7 +582,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
             await tx.execute(
                 "UPDATE sessions SET message_count = message_count - %s, updated_us = %s "
                 "WHERE pk = %s",
-                (len(doomed), now_us(), pk),
+                (len(doomed), self._now_us(), pk),
             )
             return doomed
 
@@ -588,7 +618,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
                 await tx.execute(
                     "UPDATE sessions SET message_count = message_count - %s, updated_us = %s "
                     "WHERE pk = %s",
-                    (len(message_ids), now_us(), pk),
+                    (len(message_ids), self._now_us(), pk),
                 )
             return list(message_ids)
 
@@ -608,7 +638,7 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
             await tx.execute(
                 "UPDATE sessions SET head_id = NULL, head_depth = -1, message_count = 0, "
                 "updated_us = %s WHERE pk = %s",
-                (now_us(), pk),
+                (self._now_us(), pk),
             )
             return count
 
@@ -643,19 +673,20 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         row = await tx.fetchone(
             shared.LOCATE_SQL, (message_id, scope.tenant, scope.user, session_id)
         )
-        return _located(row, session_id, message_id)
+        return _located(row, session_id, message_id, self._now_us())
 
     async def get_message(self, scope: Scope, session_id: str, message_id: str) -> Message | None:
         rows = await self._read_alone(
-            f"SELECT s.pk, m.{MESSAGE_COLUMNS.replace(', ', ', m.')} FROM sessions AS s "
+            f"SELECT s.pk, m.{MESSAGE_COLUMNS.replace(', ', ', m.')}, {_EXPIRY_OF_S} "
+            "FROM sessions AS s "
             "LEFT JOIN messages AS m ON m.session_pk = s.pk AND m.id = %s "
             "WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s",
             (message_id, scope.tenant, scope.user, session_id),
         )
-        if not rows:
+        if not rows or expired_row(rows[0][6:], self._now_us()):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         row = rows[0]
-        return None if row[1] is None else message_from_row(row[1:])
+        return None if row[1] is None else message_from_row(row[1:6])
 
     async def get_path(
         self, scope: Scope, session_id: str, leaf: str | None, limit: int | None
@@ -691,7 +722,8 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         rows = await self._read_alone(
             shared.LOCATE_SQL, (leaf, scope.tenant, scope.user, session_id)
         )
-        _, head_id, head_depth, depth = _located(rows[0] if rows else None, session_id, leaf)
+        found = rows[0] if rows else None
+        _, head_id, head_depth, depth = _located(found, session_id, leaf, self._now_us())
         if leaf is not None:
             return int(depth or 0) + 1
         return 0 if head_id is None else head_depth + 1
@@ -722,7 +754,9 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments):
         role: str | None,
     ) -> list[SearchHit]:
         check_limit(limit)
-        sql, params = self._dialect.search_sql(scope, query, limit, session_id, role)
+        sql, params = self._dialect.search_sql(
+            scope, query, limit, session_id, role, self._now_us()
+        )
         await self._catch_up_search()
         async with self._begin() as tx:
             if session_id is not None:

@@ -35,6 +35,7 @@ from sessionary.records import (
     decode_cursor,
     encode_cursor,
 )
+from sessionary.retention import Clock, live_sql, system_clock
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
@@ -44,7 +45,7 @@ from sessionary.stores._common import (
     prepare_messages,
     surviving_ancestor,
 )
-from sessionary.stores._rows import FOREVER, first, now_us, stored_copy
+from sessionary.stores._rows import FOREVER, first, stored_copy
 from sessionary.stores._sqlite_documents import SQLiteDocuments
 from sessionary.stores._sqlite_index import (
     INDEX_BATCH,
@@ -112,6 +113,7 @@ class SQLiteEngine(SQLiteDocuments):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         readonly: bool = False,
         migrate: bool = True,
+        clock: Clock = system_clock,
     ) -> None:
         """Open (creating and migrating if needed) the file at `path`; see `SQLiteBase`."""
         super().__init__(
@@ -121,6 +123,7 @@ class SQLiteEngine(SQLiteDocuments):
             max_message_bytes=max_message_bytes,
             readonly=readonly,
             migrate=migrate,
+            clock=clock,
         )
         # The heads this engine last committed, by (tenant, user, session id): a hint that
         # saves a read per append, checked by the statement that relies on it.
@@ -167,7 +170,9 @@ class SQLiteEngine(SQLiteDocuments):
                     return None
                 pk, parent_seq, depth, parent_id = head
                 row = (msg.id, parent_seq, parent_id, depth, msg.role, item.created_us, item.body)
-                cur = self._appender.execute(FOLLOW_SQL, (*row, item.text, now_us(), pk, *key))
+                cur = self._appender.execute(
+                    FOLLOW_SQL, (*row, item.text, self._now_us(), pk, *key)
+                )
                 seq = cur.lastrowid
                 if cur.rowcount != 1 or seq is None:
                     self._heads.pop(key, None)
@@ -213,7 +218,7 @@ class SQLiteEngine(SQLiteDocuments):
             raise HeadConflict(f"session {session_id!r} head is {row[3]!r}, not {expected_head!r}")
         head = (row[1], row[2], row[3])
         at = head if parent is HEAD else self._resolve_parent(db, pk, parent)
-        now = now_us()
+        now = self._now_us()
         out, last, inserted = self._insert_chain(db, pk, prepared, at, now)
         if inserted:
             # The last message of the batch becomes the head, even one already stored.
@@ -227,7 +232,7 @@ class SQLiteEngine(SQLiteDocuments):
             SessionNotFound: If there is no such session in `scope`.
         """
         row = db.execute(STATE_SQL, (scope.tenant, scope.user, session_id)).fetchone()
-        if row is None:
+        if row is None or (row[7] is not None and self._expired(db, (row[0], *row[7:]))):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         return cast(Sequence[Any], row)
 
@@ -319,7 +324,7 @@ class SQLiteEngine(SQLiteDocuments):
                 (item.body, item.text, row[0]),
             )
             reindex(db, row[0], item.text)
-            db.execute("UPDATE sessions SET updated_us = ? WHERE pk = ?", (now_us(), pk))
+            db.execute("UPDATE sessions SET updated_us = ? WHERE pk = ?", (self._now_us(), pk))
             return message_from_row(
                 db.execute(MESSAGE_SQL + "WHERE m.seq = ?", (row[0],)).fetchone()
             )
@@ -352,7 +357,7 @@ class SQLiteEngine(SQLiteDocuments):
                     ).fetchone()[0]
                 head = (root[1], root[2] - 1, parent_id)
             lower_watermark(db)
-            self._place_head(db, pk, head, state[4] - len(seqs), now_us())
+            self._place_head(db, pk, head, state[4] - len(seqs), self._now_us())
             return [r[1] for r in doomed]
 
     def delete_messages(
@@ -394,7 +399,7 @@ class SQLiteEngine(SQLiteDocuments):
                 head = row if row is not None else (None, -1, None)
             if seqs:
                 lower_watermark(db)
-                self._place_head(db, pk, head, state[4] - len(seqs), now_us())
+                self._place_head(db, pk, head, state[4] - len(seqs), self._now_us())
             return list(message_ids)
 
     def clear_messages(self, scope: Scope, session_id: str) -> int:
@@ -402,7 +407,7 @@ class SQLiteEngine(SQLiteDocuments):
             pk = self._session_pk(db, scope, session_id)
             unindex_where(db, "session_pk = ?", (pk,))
             count = db.execute("DELETE FROM messages WHERE session_pk = ?", (pk,)).rowcount
-            self._place_head(db, pk, (None, -1, None), 0, now_us())
+            self._place_head(db, pk, (None, -1, None), 0, self._now_us())
             lower_watermark(db)
             return int(count)
 
@@ -550,9 +555,10 @@ class SQLiteEngine(SQLiteDocuments):
             "SELECT s.id, m.id, m.role, m.created_us, m.text "
             "FROM messages_fts JOIN messages AS m ON m.seq = messages_fts.rowid "
             "JOIN sessions AS s ON s.pk = m.session_pk "
-            "WHERE messages_fts MATCH ? AND s.tenant = ? AND s.user_id = ?"
+            "WHERE messages_fts MATCH ? AND s.tenant = ? AND s.user_id = ? AND (s.ttl_us IS NULL "
+            f"OR s.pk IN (SELECT pk FROM sessions_now WHERE pk = s.pk AND {live_sql('?')}))"
         )
-        params: list[Any] = [expression, scope.tenant, scope.user]
+        params: list[Any] = [expression, scope.tenant, scope.user, self._now_us()]
         if session_id is not None:
             sql += " AND s.id = ?"
             params.append(session_id)

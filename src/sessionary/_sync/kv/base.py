@@ -19,6 +19,9 @@ from sessionary.kv.keys import check_key, tenant_prefix
 
 __all__ = ["KVDriver", "ScopedDriver"]
 
+_ERASE_BATCH = 500
+"""Keys deleted per commit by `ScopedDriver.erase`."""
+
 
 class KVDriver(Protocol):
     """What a key-value backend implements; `tests/kv` pins the exact behaviour."""
@@ -105,6 +108,21 @@ class ScopedDriver:
             {self._key(k): v for k, v in expect.items()},
             {self._key(k): v for k, v in writes.items()},
         )
+
+    def erase(self) -> int:
+        """Delete every key of this tenant (its sessions, their entries and id records).
+
+        Keys written while this runs may survive it; run it again once the tenant's
+        writers have stopped.
+
+        Returns:
+            How many keys were deleted.
+        """
+        entries = self._driver.list_prefix(self.prefix)
+        for start in range(0, len(entries), _ERASE_BATCH):
+            batch = entries[start : start + _ERASE_BATCH]
+            self._driver.commit({}, dict.fromkeys((key for key, _ in batch), None))
+        return len(entries)
 
     def close(self) -> None:
         """Do nothing: the driver underneath is shared and stays open."""

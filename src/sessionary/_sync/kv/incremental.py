@@ -37,6 +37,7 @@ that makes a roll-up due (with nothing to trim) rolls up in the same commit: the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -462,6 +463,29 @@ class IncrementalSessionManager:
         self._remove(keys)
         return existed
 
+    def erase_user(self, user_id: str) -> int:
+        """Delete every session `user_id` owns (see `get_or_create`), expired ones too.
+
+        Sessions created without a user are left. This lists every session's entries
+        once, so it costs the size of the driver's (or the tenant's) data; to delete a
+        whole tenant, `ScopedDriver.erase` is cheaper.
+
+        Returns:
+            How many sessions were deleted.
+
+        Raises:
+            InvalidId: If the user id is not a valid id.
+        """
+        user_id = check_id(user_id, "user id")
+        owned = [
+            SessionKeys(key.split(":")[1])
+            for key, value in self.driver.list_prefix("sessions:")
+            if key.endswith(":meta") and key.count(":") == 2 and _owner(value) == user_id
+        ]
+        for keys in owned:
+            self._remove(keys)
+        return len(owned)
+
     def _remove(self, keys: SessionKeys) -> None:
         """Delete every entry of a session, retrying while writers change it."""
         self._remember(keys, None, None)
@@ -478,3 +502,12 @@ class IncrementalSessionManager:
             if self.driver.commit({keys.meta: current}, writes):
                 return
             backoff.wait()
+
+
+def _owner(meta_text: str) -> str | None:
+    """The user a session's meta entry names (None if none, or if it is unreadable)."""
+    try:
+        owner = json.loads(meta_text).get("user_id")
+    except (ValueError, AttributeError):
+        return None
+    return owner if isinstance(owner, str) else None

@@ -35,7 +35,6 @@ from sessionary.stores._common import (
 from sessionary.stores._documents import document_page, list_after, restore_plan
 from sessionary.stores._redis_conn import RedisConnection
 from sessionary.stores._redis_layout import ScopeKeys
-from sessionary.stores._rows import now_us
 
 __all__ = ["NO_DOCUMENT_SEARCH", "RedisDocuments"]
 
@@ -84,6 +83,12 @@ class RedisDocuments:
     def _keys(self, scope: Scope) -> ScopeKeys:
         raise NotImplementedError
 
+    def _now_us(self) -> int:
+        raise NotImplementedError
+
+    def _require_session(self, scope: Scope, session_id: str) -> Any:
+        raise NotImplementedError
+
     def _document_keys(
         self, scope: Scope, level: StateLevel, session_id: str | None
     ) -> tuple[list[str], str, str]:
@@ -102,6 +107,8 @@ class RedisDocuments:
         self, scope: Scope, level: StateLevel, session_id: str | None, *args: Any
     ) -> list[Document]:
         keys, guard, _ = self._document_keys(scope, level, session_id)
+        if level == "session":  # the script sees the keys, not the session's expiry
+            self._require_session(scope, session_id or "")
         reply = self._conn.run_lean("read_documents", keys, [guard, *args])
         if reply[0] == "nosession":
             raise SessionNotFound(f"no session {session_id!r} in this scope")
@@ -122,7 +129,7 @@ class RedisDocuments:
         prepared = prepare_document(namespace, key, body, text, author, self.max_message_bytes)
         expected = check_expected_version(expected_version)
         keys, guard, member = self._document_keys(scope, level, session_id)
-        updated = now_us()
+        updated = self._now_us()
         value = _version_json(updated, prepared.author, prepared.text, prepared.body_json)
         args = [f"{prepared.namespace}\n{prepared.key}", "" if expected is None else expected]
         done, current = self._conn.run(

@@ -54,6 +54,8 @@ STORE_METHODS = (
     "delete_document",
     "search_documents",
     "restore_document",
+    "erase",
+    "sweep",
 )
 
 

@@ -173,6 +173,20 @@ class AuditedStore:
         self._record(scope, "messages.clear", session_id=session_id, detail={"count": count})
         return count
 
+    def erase(self, scope: Scope, whole_tenant: bool) -> int:
+        """Erase a user or a whole tenant, then log it.
+
+        The entry is written after the erasure, so an erased tenant's trail starts
+        again with the record of its erasure (who, when, how many sessions).
+        """
+        erase = getattr(self.inner, "erase", None)
+        if erase is None:
+            raise Unsupported(f"{type(self.inner).__name__} has no erase method; it cannot erase")
+        count = int(erase(scope, whole_tenant))
+        action = "tenant.erase" if whole_tenant else "user.erase"
+        self._record(scope, action, detail={"sessions": count})
+        return count
+
     def delete_session(self, scope: Scope, session_id: str) -> bool:
         """Delete a session, and log it if it existed."""
         existed = self.inner.delete_session(scope, session_id)

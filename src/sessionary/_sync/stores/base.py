@@ -23,6 +23,14 @@ implementing `sessionary.Store`, the same protocol without `async`,
   `document_versions`, `delete_document`, `restore_document`; with
   **``document_search``** also `search_documents`.
 
+- **Optional**: `erase(scope, whole_tenant)`, which deletes everything of the scope's
+  user (or its whole tenant) and returns how many sessions went; without it the
+  manager's `erase_user` and `erase_tenant` raise `Unsupported`. And retention
+  (`sessionary.retention`): keeping `SessionInfo.ttl` and `ttl_sliding` (and
+  `SessionUpdate`'s), hiding an expired session from every read and write, and
+  `sweep(limit)`, which deletes up to `limit` expired sessions and returns how many;
+  without `sweep` the manager's `sweep` raises `Unsupported`.
+
 A store without a capability still answers its methods, with `Unsupported`:
 `sessionary.stores.minimal` has mixins (`NoSearch`, `NoDocuments`) that do it.
 

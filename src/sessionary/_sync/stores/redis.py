@@ -29,10 +29,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, cast
 
 from sessionary._sync.stores._redis_documents import RedisDocuments
+from sessionary._sync.stores._redis_governance import RedisGovernance
 from sessionary._sync.stores.base import DOCUMENTS
 from sessionary.errors import (
     AlreadyExists,
@@ -62,6 +63,7 @@ from sessionary.records import (
     decode_cursor,
     encode_cursor,
 )
+from sessionary.retention import Clock, clock_us, is_expired, system_clock
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     check_label,
@@ -69,6 +71,7 @@ from sessionary.stores._common import (
     check_restore,
     check_session_fields,
     check_totals,
+    check_ttl_update,
     empty_state,
     encode_imported_state,
     encode_json,
@@ -96,7 +99,7 @@ from sessionary.stores._redis_rows import (
     state_text,
     stored_messages,
 )
-from sessionary.stores._rows import now_us, stored_copy
+from sessionary.stores._rows import stored_copy
 from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
 
 __all__ = ["RedisStore"]
@@ -108,7 +111,7 @@ NO_SEARCH = (
 _LIST_BATCH = 200
 
 
-class RedisStore(RedisDocuments):
+class RedisStore(RedisDocuments, RedisGovernance):
     """A store on a Redis server (`redis://host:port/db`).
 
     Args:
@@ -118,7 +121,9 @@ class RedisStore(RedisDocuments):
             appended messages; 0 never rolls up.
         max_messages: Keep at most this many messages per session, the oldest dropped at
             each roll-up (never the head or later ones); None keeps all.
-        ttl: Seconds a session lives after its last write; None keeps it forever.
+        ttl: Seconds every key of a session lives after its last write, enforced by Redis
+            itself (the keys vanish); None keeps them. A session's own TTL
+            (`sessionary.retention`) is another thing, the same on every store.
         max_message_bytes: The largest encoded message (and state document) accepted.
         connect_timeout: Seconds to wait for a connection.
         timeout: Seconds to wait for each reply of the server.
@@ -141,6 +146,7 @@ class RedisStore(RedisDocuments):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         connect_timeout: float = CONNECT_TIMEOUT,
         timeout: float = REQUEST_TIMEOUT,
+        clock: Clock = system_clock,
     ) -> None:
         problem = settings_problem(snapshot_frequency, max_messages, ttl)
         if problem is not None:
@@ -148,6 +154,7 @@ class RedisStore(RedisDocuments):
         if any(c.isspace() for c in check_key(namespace, "Redis namespace")):
             raise InvalidInput(f"a Redis namespace holds no spaces, got {namespace!r}")
         self.max_message_bytes = max_message_bytes
+        self.clock = clock
         self.namespace = namespace
         self.snapshot_frequency = snapshot_frequency
         self.max_messages = max_messages
@@ -171,11 +178,22 @@ class RedisStore(RedisDocuments):
     def _keys(self, scope: Scope) -> ScopeKeys:
         return ScopeKeys(self.namespace, scope)
 
+    def _now_us(self) -> int:
+        """The store's clock now, in microseconds (what writes stamp, what expiry checks)."""
+        return clock_us(self.clock)
+
+    def _live(self, session_id: str, fields: Sequence[Any]) -> SessionInfo | None:
+        """The row in a session's `META_FIELDS`, or None if it is missing or expired."""
+        if fields[0] is None:
+            return None
+        info = meta_info(session_id, fields)
+        return None if is_expired(info, self._now_us()) else info
+
     def _session_script(
         self, name: str, keys: SessionKeys, *args: Any, with_time: bool = True
     ) -> Any:
         """Run a session script; writes get (now, ttl, session id) before their arguments."""
-        head = [str(now_us()), self._ttl, keys.session_id] if with_time else []
+        head = [str(self._now_us()), self._ttl, keys.session_id] if with_time else []
         return self._conn.run(name, keys.all, [*head, *args])
 
     # ------------------------------------------------------------------ sessions
@@ -184,7 +202,7 @@ class RedisStore(RedisDocuments):
         check_session_fields(info)
         encode_json(info.metadata, "session metadata", self.max_message_bytes)
         keys = self._keys(scope)
-        row = _new_row(replace(info, version=1))
+        row = _new_row(replace(info, version=1), self.clock)
         updated = str(_micros(row.updated_at))
         created = self._session_script(
             "create", keys.session(info.id), row_text(row), updated, keys.member
@@ -197,7 +215,7 @@ class RedisStore(RedisDocuments):
         meta = self._keys(scope).session(session_id).meta
         with mapped_errors():
             fields = self._client.hmget(meta, list(META_FIELDS))
-        return None if fields[0] is None else meta_info(session_id, fields)
+        return self._live(session_id, fields)
 
     def _require_session(self, scope: Scope, session_id: str) -> SessionInfo:
         found = self.get_session(scope, session_id)
@@ -244,30 +262,33 @@ class RedisStore(RedisDocuments):
         if gone:
             with mapped_errors():
                 self._client.zrem(keys.registry, *gone)
-        return [
-            meta_info(sid, fields)
-            for sid, fields in zip(ids, rows, strict=True)
-            if fields[0] is not None
-        ]
+        live = [self._live(sid, fields) for sid, fields in zip(ids, rows, strict=True)]
+        return [info for info in live if info is not None]
 
     def update_session(self, scope: Scope, session_id: str, update: SessionUpdate) -> SessionInfo:
         check_label(update.name, "name")
         check_label(update.end_reason, "end_reason")
         if update.metadata is not None:
             encode_json(update.metadata, "session metadata", self.max_message_bytes)
+        check_ttl_update(update)
         keys = self._keys(scope).session(session_id)
         backoff = Backoff(f"update session {session_id!r}")
         while True:
             with mapped_errors():
-                old_row = cast(str | None, self._client.hget(keys.meta, "row"))
-            if old_row is None:
+                fields = self._client.hmget(keys.meta, list(META_FIELDS))
+            if self._live(session_id, fields) is None:
                 raise SessionNotFound(f"no session {session_id!r} in this scope")
-            new_row = _updated_row(old_row, update)
+            old_row = cast(str, fields[0])
+            new_row = _updated_row(old_row, update, self.clock)
             done = self._session_script("update_row", keys, old_row, new_row)
             if done == -1:
                 raise SessionNotFound(f"no session {session_id!r} in this scope")
-            if done == 1:
-                return self._require_session(scope, session_id)
+            if done == 1:  # the row as written, even if its new TTL has already run out
+                with mapped_errors():
+                    fields = self._client.hmget(keys.meta, list(META_FIELDS))
+                if fields[0] is None:
+                    raise SessionNotFound(f"no session {session_id!r} in this scope")
+                return meta_info(session_id, fields)
             backoff.wait()
 
     def delete_session(self, scope: Scope, session_id: str) -> bool:
@@ -286,7 +307,7 @@ class RedisStore(RedisDocuments):
         expected_head: Expected,
     ) -> list[Message]:
         prepared = prepare_messages(messages, self.max_message_bytes, indexed=False)
-        args = append_args(session_id, now_us(), parent, expected_head, prepared)
+        args = append_args(session_id, self._now_us(), parent, expected_head, prepared)
         route = self._appends.route(scope, session_id)
         keys, packed_keys = route.keys(len(prepared), parent is HEAD)
         result = self._conn.run_packed("append", keys, packed_keys, args)
@@ -348,7 +369,20 @@ class RedisStore(RedisDocuments):
         return entry_message(result[2], int(result[1]))
 
     def _read(self, name: str, keys: SessionKeys, *args: Any) -> Any:
-        return self._conn.run_lean(name, keys.all, list(args))
+        """Run a read script; a session expired by now reads as missing (``nosession``).
+
+        The session's row is read in the same round trip as the script runs.
+        """
+        with mapped_errors():
+            with self._client.pipeline(transaction=False) as pipe:
+                pipe.hmget(keys.meta, list(META_FIELDS))
+                pipe.evalsha(self._conn.scripts[name].sha, len(keys.all), *keys.all, *args)
+                fields, result = pipe.execute(raise_on_error=False)
+        if isinstance(result, Exception):  # not loaded yet (or failed): the usual way
+            result = self._conn.run(name, keys.all, list(args))
+        if fields[0] is not None and self._live(keys.session_id, fields) is None:
+            return ["nosession"]
+        return result
 
     def get_path(
         self, scope: Scope, session_id: str, leaf: str | None, limit: int | None
@@ -443,10 +477,13 @@ class RedisStore(RedisDocuments):
         key, script_keys, _ = self._state_keys(scope, level, session_id)
         with mapped_errors():
             with self._client.pipeline(transaction=True) as pipe:
-                pipe.exists(script_keys[1])
+                if level == "session":  # the session's row: it must be there and live
+                    pipe.hmget(script_keys[1], list(META_FIELDS))
+                else:
+                    pipe.exists(script_keys[1])
                 pipe.get(key)
-                exists, text = pipe.execute()
-        if level == "session" and not exists:
+                fields, text = pipe.execute()
+        if level == "session" and self._live(cast(str, session_id), fields) is None:
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         if text is None:
             return "", empty_state()
@@ -532,7 +569,7 @@ class RedisStore(RedisDocuments):
         prepared = prepare_messages(messages, self.max_message_bytes)
         check_session_fields(info)
         encode_json(info.metadata, "session metadata", self.max_message_bytes)
-        row = _new_row(info)
+        row = _new_row(info, self.clock)
         plan = import_plan(prepared, info.head_id, self.snapshot_frequency)
         encoded = encode_imported_state(state, self.max_message_bytes)
         state_arg = "" if encoded is None or state is None else state_text(state.version, encoded)
@@ -550,14 +587,14 @@ def _micros(moment: datetime | None) -> int:
     return to_micros(moment)
 
 
-def _new_row(info: SessionInfo) -> SessionInfo:
+def _new_row(info: SessionInfo, clock: Clock) -> SessionInfo:
     row = replace(info, head_id=None, message_count=0)
-    row.created_at = row.created_at or datetime.now(UTC)
+    row.created_at = row.created_at or clock()
     row.updated_at = row.updated_at or row.created_at
     return row
 
 
-def _updated_row(old_row: str, update: SessionUpdate) -> str:
+def _updated_row(old_row: str, update: SessionUpdate, clock: Clock) -> str:
     """The row `update` makes of `old_row` (both JSON), or raise if its totals overflow."""
     info = meta_info("row", (old_row, "0", "", "0"))
     check_totals(info.input_tokens, info.output_tokens, info.cost, update)
@@ -567,10 +604,14 @@ def _updated_row(old_row: str, update: SessionUpdate) -> str:
         info.metadata = update.metadata
     if update.end_reason is not None:
         info.end_reason = update.end_reason
-        info.ended_at = update.ended_at or datetime.now(UTC)
+        info.ended_at = update.ended_at or clock()
     info.input_tokens += update.add_input_tokens
     info.output_tokens += update.add_output_tokens
     info.cost += update.add_cost
+    if update.ttl is not None:
+        info.ttl = update.ttl or None
+    if update.ttl_sliding is not None:
+        info.ttl_sliding = update.ttl_sliding
     info.version += 1
     return row_text(info)
 

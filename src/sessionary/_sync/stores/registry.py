@@ -36,17 +36,20 @@ from sessionary._optional import require
 from sessionary._sync.stores.adapter import wrap_engine, wrap_store
 from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.sql import SQLStore
+from sessionary.retention import Clock, system_clock
 from sessionary.stores.urls import StoreURL, parse_store_url
 
 __all__ = ["open_store"]
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, *, clock: Clock | None = None) -> Store:
     """Open the store a URL names.
 
     Args:
         url: `sqlite:///path.db`, `memory://`, `postgresql://...`, `mysql://...`, or a
             plain file path (SQLite).
+        clock: What the store takes as the time now when it decides whether a session
+            with a TTL has expired (default: the system clock); see `sessionary.retention`.
 
     Raises:
         InvalidURL: If the URL is malformed, has unknown options, or names no backend.
@@ -54,27 +57,31 @@ def open_store(url: str) -> Store:
         StoreUnavailable: If the backend cannot be opened.
     """
     parsed = parse_store_url(url)
+    clock = system_clock if clock is None else clock
     if parsed.scheme == "memory":
         from sessionary.stores.memory import open_memory_engine
 
-        return wrap_engine(open_memory_engine(parsed.location, **parsed.options))  # type: ignore[arg-type]
+        return wrap_engine(open_memory_engine(parsed.location, **parsed.options, clock=clock))  # type: ignore[arg-type]
     if parsed.scheme in ("postgresql", "mysql"):
-        return _open_server(parsed)
+        return _open_server(parsed, clock)
     if parsed.scheme == "redis":
         from sessionary._sync.stores.redis import RedisStore
 
         options: Any = parsed.options
-        return wrap_store(lambda: RedisStore(parsed.location, **options))
+        return wrap_store(lambda: RedisStore(parsed.location, **options, clock=clock))
     from sessionary.stores.sqlite import SQLiteEngine
 
-    return wrap_engine(SQLiteEngine(parsed.location, **parsed.options))  # type: ignore[arg-type]
+    return wrap_engine(SQLiteEngine(parsed.location, **parsed.options, clock=clock))  # type: ignore[arg-type]
 
 
-def _open_server(parsed: StoreURL) -> Store:
+def _open_server(parsed: StoreURL, clock: Clock) -> Store:
     """Open a PostgreSQL or MySQL store; its driver is imported here, not before."""
     options: dict[str, Any] = dict(parsed.options)
     # The store's own options; the rest are the driver's.
-    sizes = {k: options.pop(k) for k in ("max_message_bytes", "migrate") if k in options}
+    sizes: dict[str, Any] = {
+        k: options.pop(k) for k in ("max_message_bytes", "migrate") if k in options
+    }
+    sizes["clock"] = clock
     if parsed.scheme == "postgresql":
         require("psycopg", "psycopg_pool", extra="postgres", what="the postgresql backend")
         from sessionary.stores._postgres_sql import PostgresDialect

@@ -31,11 +31,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 from sessionary._sync.stores._sql_documents import SQLDocuments
 from sessionary._sync.stores._sql_driver import Driver, Transaction
+from sessionary._sync.stores._sql_governance import SQLGovernance
 from sessionary._sync.stores._sql_state import SQLState
 from sessionary._sync.stores.base import DOCUMENT_SEARCH, DOCUMENTS, SEARCH
 from sessionary.errors import (
@@ -62,6 +62,7 @@ from sessionary.records import (
     State,
     encode_cursor,
 )
+from sessionary.retention import Clock, clock_us, is_expired, system_clock, ttl_micros
 from sessionary.stores import _sql_common as shared
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -71,6 +72,7 @@ from sessionary.stores._common import (
     check_limit,
     check_session_fields,
     check_totals,
+    check_ttl_update,
     encode_imported_state,
     encode_json,
     prepare_messages,
@@ -82,7 +84,6 @@ from sessionary.stores._rows import (
     decode_rows,
     list_sql,
     message_from_row,
-    now_us,
     session_from_row,
     session_page,
     stored_copy,
@@ -93,6 +94,7 @@ from sessionary.stores._sql_common import (
     SESSION_COLUMNS,
     Dialect,
     decode_cursor_pair,
+    expired_row,
     import_rows,
     plan_chain,
 )
@@ -106,15 +108,20 @@ this many messages it appends."""
 _INDEX_WAIT = 10
 """Seconds a search waits for another client's catch-up of the search index."""
 
+_EXPIRY_OF_S = ", ".join(f"s.{column}" for column in shared.EXPIRY_COLUMNS.split(", "))
+
 _HEADS_KEPT = 4096
 """The most session heads a store remembers; it forgets them all when full."""
 
 
 def _located(
-    row: Sequence[Any] | None, session_id: str, message_id: str | None
+    row: Sequence[Any] | None, session_id: str, message_id: str | None, now: int
 ) -> tuple[int, str | None, int, int | None]:
-    """(pk, head id, head depth, depth of `message_id` or None) from a `LOCATE_SQL` row."""
-    if row is None:
+    """(pk, head id, head depth, depth of `message_id` or None) from a `LOCATE_SQL` row.
+
+    A session expired by `now` is not found.
+    """
+    if row is None or expired_row(row[4:], now):
         raise SessionNotFound(f"no session {session_id!r} in this scope")
     if message_id is not None and row[3] is None:
         raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
@@ -139,17 +146,19 @@ def _released(tx: Transaction, unlock: Sequence[str]) -> Iterator[None]:
         tx.execute(statement)
 
 
-class SQLStore(SQLState, SQLDocuments):
+class SQLStore(SQLState, SQLDocuments, SQLGovernance):
     """A store on an SQL server, through a driver and a dialect.
 
     The state methods come from `SQLState` (in `_sql_state`), the document methods
-    from `SQLDocuments` (in `_sql_documents`).
+    from `SQLDocuments` (in `_sql_documents`), erasure and retention from
+    `SQLGovernance` (in `_sql_governance`).
 
     Args:
         driver: The connection pool (e.g. `PostgresDriver`).
         dialect: The server's SQL (e.g. `PostgresDialect`).
         max_message_bytes: The largest encoded message (and state or document) accepted.
         migrate: Create or upgrade the schema on first use; False only checks its version.
+        clock: The time now, for what it writes and for expiry (see `sessionary.retention`).
     """
 
     capabilities = frozenset({SEARCH, DOCUMENTS, DOCUMENT_SEARCH})
@@ -161,8 +170,10 @@ class SQLStore(SQLState, SQLDocuments):
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         migrate: bool = True,
+        clock: Clock = system_clock,
     ) -> None:
         self.max_message_bytes = max_message_bytes
+        self.clock = clock
         self._driver = driver
         self._dialect = dialect
         self._setup = self._migrate if migrate else self._check_schema
@@ -265,18 +276,29 @@ class SQLStore(SQLState, SQLDocuments):
         assert row is not None
         return session_from_row(row)
 
+    def _now_us(self) -> int:
+        """The store's clock now, in microseconds (what writes stamp, what expiry checks)."""
+        return clock_us(self.clock)
+
     def _session_pk(self, tx: Transaction, scope: Scope, session_id: str) -> int:
+        """A live session's pk (an expired one counts as missing)."""
         row = tx.fetchone(
-            f"SELECT pk FROM sessions WHERE {shared.SCOPED}", (scope.tenant, scope.user, session_id)
+            f"SELECT pk, {shared.EXPIRY_COLUMNS} FROM sessions WHERE {shared.SCOPED}",
+            (scope.tenant, scope.user, session_id),
         )
-        if row is None:
+        if row is None or expired_row(row[1:], self._now_us()):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         return int(row[0])
 
-    def _lock(self, tx: Transaction, scope: Scope, session_id: str) -> tuple[int, str | None, int]:
-        """Lock a session's row until the transaction ends; return (pk, head id, depth)."""
+    def _lock(
+        self, tx: Transaction, scope: Scope, session_id: str, live: bool = True
+    ) -> tuple[int, str | None, int]:
+        """Lock a session's row until the transaction ends; return (pk, head id, depth).
+
+        An expired session counts as missing, unless `live` is False.
+        """
         row = tx.fetchone(shared.LOCK_SQL, (scope.tenant, scope.user, session_id))
-        if row is None:
+        if row is None or (live and expired_row(row[3:], self._now_us())):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         return int(row[0]), row[1], int(row[2])
 
@@ -285,7 +307,7 @@ class SQLStore(SQLState, SQLDocuments):
     ) -> int:
         """Insert a session row with `head` = (head id, head depth, message count)."""
         metadata = encode_json(info.metadata, "session metadata", self.max_message_bytes)
-        row = shared.session_row(scope, info, metadata, head)
+        row = shared.session_row(scope, info, metadata, head, self._now_us())
         return tx.insert(shared.INSERT_SESSION, row, "pk")
 
     def create_session(self, scope: Scope, info: SessionInfo) -> SessionInfo:
@@ -303,13 +325,14 @@ class SQLStore(SQLState, SQLDocuments):
             f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {shared.SCOPED}",
             (scope.tenant, scope.user, session_id),
         )
-        return session_from_row(rows[0]) if rows else None
+        info = session_from_row(rows[0]) if rows else None
+        return None if info is None or is_expired(info, self._now_us()) else info
 
     def list_sessions(
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
-        sql, params = list_sql(scope, where, limit, cursor)
+        sql, params = list_sql(scope, where, limit, cursor, now_us=self._now_us())
         with self._begin() as tx:
             rows = tx.fetchall(sql, params)
         return session_page(rows, limit)
@@ -317,10 +340,14 @@ class SQLStore(SQLState, SQLDocuments):
     def update_session(self, scope: Scope, session_id: str, update: SessionUpdate) -> SessionInfo:
         check_label(update.name, "name")
         check_label(update.end_reason, "end_reason")
+        check_ttl_update(update)
         metadata = None
         if update.metadata is not None:
             metadata = encode_json(update.metadata, "session metadata", self.max_message_bytes)
-        ended = to_micros(update.ended_at or datetime.now(UTC)) if update.end_reason else None
+        now = self._now_us()
+        ended = None
+        if update.end_reason:
+            ended = to_micros(update.ended_at) if update.ended_at else now
         with self._begin() as tx:
             pk = (self._lock(tx, scope, session_id))[0]
             totals = tx.fetchone(
@@ -333,10 +360,13 @@ class SQLStore(SQLState, SQLDocuments):
                 "metadata = coalesce(%s, metadata), end_reason = coalesce(%s, end_reason), "
                 "ended_us = coalesce(%s, ended_us), input_tokens = input_tokens + %s, "
                 "output_tokens = output_tokens + %s, cost = cost + %s, version = version + 1, "
-                "updated_us = %s WHERE pk = %s",
+                "updated_us = %s, ttl_us = CASE WHEN %s = 1 THEN %s ELSE ttl_us END, "
+                "ttl_sliding = coalesce(%s, ttl_sliding) WHERE pk = %s",
                 (
                     update.name, metadata, update.end_reason, ended, update.add_input_tokens,
-                    update.add_output_tokens, update.add_cost, now_us(), pk,
+                    update.add_output_tokens, update.add_cost, now,
+                    0 if update.ttl is None else 1, ttl_micros(update.ttl or None),
+                    None if update.ttl_sliding is None else int(update.ttl_sliding), pk,
                 ),
             )  # fmt: skip
             return self._session_info(tx, pk)
@@ -344,7 +374,7 @@ class SQLStore(SQLState, SQLDocuments):
     def delete_session(self, scope: Scope, session_id: str) -> bool:
         with self._begin() as tx:
             try:
-                pk = (self._lock(tx, scope, session_id))[0]
+                pk = (self._lock(tx, scope, session_id, live=False))[0]
             except SessionNotFound:
                 return False
             tx.execute("DELETE FROM messages WHERE session_pk = %s", (pk,))
@@ -394,7 +424,7 @@ class SQLStore(SQLState, SQLDocuments):
                 tx.execute(
                     "UPDATE sessions SET head_id = %s, head_depth = %s, "
                     "message_count = message_count + %s, updated_us = %s WHERE pk = %s",
-                    (*last, len(rows), now_us(), pk),
+                    (*last, len(rows), self._now_us(), pk),
                 )
         if rows:
             self._saw_head((scope.tenant, scope.user, session_id), pk, last)
@@ -421,7 +451,7 @@ class SQLStore(SQLState, SQLDocuments):
         seen = self._heads.get(key)
         at = (0, None, -1) if seen is None else seen
         out, rows, last = plan_chain(at[0], prepared, at[1:], {}, dialect.index_text)
-        now = now_us()
+        now = self._now_us()
         try:
             if seen is not None and (expected is Head.ANY or expected == seen[1]):
                 params = dialect.append_after_params(seen, rows, now)
@@ -469,9 +499,9 @@ class SQLStore(SQLState, SQLDocuments):
             marks = ", ".join(["%s"] * len(chunk))
             statements.append((f"{shared.FIND_SQL} AND m.id IN ({marks})", (*key, *chunk)))
         lock, *found = tx.fetch_each(statements)
-        if not lock:
+        if not lock or expired_row(lock[0][3:], self._now_us()):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
-        pk, head_id, head_depth = lock[0]
+        pk, head_id, head_depth = lock[0][:3]
         existing = {row[0]: row for rows in found for row in rows}
         return int(pk), head_id, int(head_depth), existing
 
@@ -524,7 +554,7 @@ class SQLStore(SQLState, SQLDocuments):
                 "UPDATE messages SET data = %s, text = %s WHERE session_pk = %s AND id = %s",
                 (item.body, self._dialect.index_text(item.text), pk, message.id),
             )
-            tx.execute("UPDATE sessions SET updated_us = %s WHERE pk = %s", (now_us(), pk))
+            tx.execute("UPDATE sessions SET updated_us = %s WHERE pk = %s", (self._now_us(), pk))
             stored = tx.fetchone(
                 f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = %s AND id = %s",
                 (pk, message.id),
@@ -548,7 +578,7 @@ class SQLStore(SQLState, SQLDocuments):
             tx.execute(
                 "UPDATE sessions SET message_count = message_count - %s, updated_us = %s "
                 "WHERE pk = %s",
-                (len(doomed), now_us(), pk),
+                (len(doomed), self._now_us(), pk),
             )
             return doomed
 
@@ -584,7 +614,7 @@ class SQLStore(SQLState, SQLDocuments):
                 tx.execute(
                     "UPDATE sessions SET message_count = message_count - %s, updated_us = %s "
                     "WHERE pk = %s",
-                    (len(message_ids), now_us(), pk),
+                    (len(message_ids), self._now_us(), pk),
                 )
             return list(message_ids)
 
@@ -604,7 +634,7 @@ class SQLStore(SQLState, SQLDocuments):
             tx.execute(
                 "UPDATE sessions SET head_id = NULL, head_depth = -1, message_count = 0, "
                 "updated_us = %s WHERE pk = %s",
-                (now_us(), pk),
+                (self._now_us(), pk),
             )
             return count
 
@@ -635,19 +665,20 @@ class SQLStore(SQLState, SQLDocuments):
     ) -> tuple[int, str | None, int, int | None]:
         """Return (pk, head id, head depth, depth of `message_id` or None) in one read."""
         row = tx.fetchone(shared.LOCATE_SQL, (message_id, scope.tenant, scope.user, session_id))
-        return _located(row, session_id, message_id)
+        return _located(row, session_id, message_id, self._now_us())
 
     def get_message(self, scope: Scope, session_id: str, message_id: str) -> Message | None:
         rows = self._read_alone(
-            f"SELECT s.pk, m.{MESSAGE_COLUMNS.replace(', ', ', m.')} FROM sessions AS s "
+            f"SELECT s.pk, m.{MESSAGE_COLUMNS.replace(', ', ', m.')}, {_EXPIRY_OF_S} "
+            "FROM sessions AS s "
             "LEFT JOIN messages AS m ON m.session_pk = s.pk AND m.id = %s "
             "WHERE s.tenant = %s AND s.user_id = %s AND s.id = %s",
             (message_id, scope.tenant, scope.user, session_id),
         )
-        if not rows:
+        if not rows or expired_row(rows[0][6:], self._now_us()):
             raise SessionNotFound(f"no session {session_id!r} in this scope")
         row = rows[0]
-        return None if row[1] is None else message_from_row(row[1:])
+        return None if row[1] is None else message_from_row(row[1:6])
 
     def get_path(
         self, scope: Scope, session_id: str, leaf: str | None, limit: int | None
@@ -681,7 +712,8 @@ class SQLStore(SQLState, SQLDocuments):
 
     def get_path_length(self, scope: Scope, session_id: str, leaf: str | None) -> int:
         rows = self._read_alone(shared.LOCATE_SQL, (leaf, scope.tenant, scope.user, session_id))
-        _, head_id, head_depth, depth = _located(rows[0] if rows else None, session_id, leaf)
+        found = rows[0] if rows else None
+        _, head_id, head_depth, depth = _located(found, session_id, leaf, self._now_us())
         if leaf is not None:
             return int(depth or 0) + 1
         return 0 if head_id is None else head_depth + 1
@@ -712,7 +744,9 @@ class SQLStore(SQLState, SQLDocuments):
         role: str | None,
     ) -> list[SearchHit]:
         check_limit(limit)
-        sql, params = self._dialect.search_sql(scope, query, limit, session_id, role)
+        sql, params = self._dialect.search_sql(
+            scope, query, limit, session_id, role, self._now_us()
+        )
         self._catch_up_search()
         with self._begin() as tx:
             if session_id is not None:

@@ -65,6 +65,17 @@ def capabilities(request: pytest.FixtureRequest) -> frozenset[str]:
 
 
 @pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give every test the CLI's own width off a terminal, whoever runs it.
+
+    A shell's exported `COLUMNS`, or pytest-xdist's workers (which set `COLUMNS=80`),
+    would otherwise narrow the CLI's tables; tests that want a width set it themselves.
+    """
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _required_capabilities(request: pytest.FixtureRequest) -> None:
     """Skip a test marked `requires(...)` on a store without those capabilities.
 

@@ -434,9 +434,18 @@ class RedisDriver:
     def list_prefix(self, prefix: str) -> list[tuple[str, str]]:
         """Return every entry whose key starts with `prefix`, in key order."""
         args = self._layout.list_args(prefix)
+        return self._layout.pairs(self._script(self._list, [self._layout.index], args))
+
+    def _script(self, script: Any, keys: list[str], args: list[str]) -> Any:
+        """Run a registered script, straight down a kept connection if there is one."""
         with _mapped_errors():
-            flat = self._list(keys=[self._layout.index], args=args)
-        return self._layout.pairs(flat)
+            if self._lane is not None:
+                try:
+                    command = evalsha_command(script.sha, packed(keys), len(keys), args)
+                    return self._lane.send(command)
+                except self._detour:  # a lost script or connection: the ordinary way
+                    pass
+            return script(keys=keys, args=args)
 
     def commit(self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]) -> bool:
         """Apply `writes` if every key in `expect` holds its value; see `KVDriver.commit`."""
@@ -451,23 +460,16 @@ class RedisDriver:
 
     def append_loose(self, plan: LooseAppend) -> tuple[int, bool] | None:
         """Append loose entries in one script; see `AsyncKVDriver.append_loose`."""
-        keys, args = [self._layout.index], self._layout.append_args(plan)
-        with _mapped_errors():
-            if self._lane is not None:
-                try:
-                    command = evalsha_command(self._append.sha, packed(keys), 1, args)
-                    return _appended(self._lane.send(command))
-                except self._detour:  # a lost script or connection: the ordinary way
-                    pass
-            return _appended(self._append(keys=keys, args=args))
+        return _appended(
+            self._script(self._append, [self._layout.index], self._layout.append_args(plan))
+        )
 
     def roll_up_commit(
         self, roll: RollUp, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
     ) -> bool | None:
         """Commit a roll-up over concurrent appends; see `AsyncKVDriver.roll_up_commit`."""
         keys, args = self._layout.roll_args(roll, expect, writes)
-        with _mapped_errors():
-            return bool(self._roll(keys=keys, args=args))
+        return bool(self._script(self._roll, keys, args))
 
     def close(self) -> None:
         """Give back the connections the driver kept; close the client if it made it."""
@@ -524,9 +526,18 @@ class _AsyncClientDriver:
     async def list_prefix(self, prefix: str) -> list[tuple[str, str]]:
         """Return every entry whose key starts with `prefix`, in key order."""
         args = self._layout.list_args(prefix)
+        return self._layout.pairs(await self._script(self._list, [self._layout.index], args))
+
+    async def _script(self, script: Any, keys: list[str], args: list[str]) -> Any:
+        """Run a registered script, straight down a kept connection if there is one."""
         with _mapped_errors():
-            flat = await self._list(keys=[self._layout.index], args=args)
-        return self._layout.pairs(flat)
+            if self._lane is not None:
+                try:
+                    command = evalsha_command(script.sha, packed(keys), len(keys), args)
+                    return await self._lane.send(command)
+                except self._detour:  # a lost script or connection: the ordinary way
+                    pass
+            return await script(keys=keys, args=args)
 
     async def commit(
         self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
@@ -543,23 +554,15 @@ class _AsyncClientDriver:
 
     async def append_loose(self, plan: LooseAppend) -> tuple[int, bool] | None:
         """Append loose entries in one script; see `AsyncKVDriver.append_loose`."""
-        keys, args = [self._layout.index], self._layout.append_args(plan)
-        with _mapped_errors():
-            if self._lane is not None:
-                try:
-                    command = evalsha_command(self._append.sha, packed(keys), 1, args)
-                    return _appended(await self._lane.send(command))
-                except self._detour:  # a lost script or connection: the ordinary way
-                    pass
-            return _appended(await self._append(keys=keys, args=args))
+        args = self._layout.append_args(plan)
+        return _appended(await self._script(self._append, [self._layout.index], args))
 
     async def roll_up_commit(
         self, roll: RollUp, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
     ) -> bool | None:
         """Commit a roll-up over concurrent appends; see `AsyncKVDriver.roll_up_commit`."""
         keys, args = self._layout.roll_args(roll, expect, writes)
-        with _mapped_errors():
-            return bool(await self._roll(keys=keys, args=args))
+        return bool(await self._script(self._roll, keys, args))
 
     async def close(self) -> None:
         """Give back the connections the driver kept; close the client if it made it."""

@@ -33,6 +33,16 @@ memory is only ever a guess that the commit checks. Where the manager also knows
 loose entry that goes with that meta entry (it wrote them, or listed them), an append
 that makes a roll-up due (with nothing to trim) rolls up in the same commit: the seed's
 "append, then the due snapshot", in one step and one round trip.
+
+Where the driver can decide an append on its side (`append_loose`: the Redis driver,
+in one Lua script), an append to a live chunked session goes there instead, with no
+read and no retry: the server allocates the sequence numbers, skips stored ids and
+updates the meta counters atomically, so writers sharing a session never lose a race.
+The writer whose append makes a roll-up due claims it (a short-lived claim; any writer
+once a second round is due, should the claimant die), and commits it with
+`roll_up_commit`, which appends made meanwhile do not spoil: it needs only the rolled
+entries unchanged and no other roll-up in between, and adjusts the counters on the
+server. Anything else (a new, expired or old-layout session) takes the path above.
 """
 
 from __future__ import annotations

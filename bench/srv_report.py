@@ -169,9 +169,10 @@ def _notes(plan: Plan, shortest: int, longest: int, threads_note: str) -> Iterat
         "script that checks the head, stores the entry and every `snapshot_frequency` "
         "messages rolls the loose entries into a new chunk; `roll-ups off` is the URL's "
         "`snapshot_frequency=0`. `IncrementalSessionManager(RedisDriver(url, namespace=…))`, "
-        "one per writer: an append reads the session's meta key and commits with one Lua "
-        "compare-and-set script, and every `snapshot_frequency` messages a second commit "
-        f"rolls the loose entries into a new chunk; `roll-ups off` is "
+        "one per writer: an append is one Lua script that allocates the sequence numbers "
+        "and writes the loose entries and the meta counters, and every "
+        "`snapshot_frequency` messages the writer that made it due lists the loose entries "
+        "and rolls them into a new chunk with a second script; `roll-ups off` is "
         f"`snapshot_frequency={NO_ROLLUPS:,}`. Raw: one `RPUSH` of the JSON body per message."
     )
     yield (

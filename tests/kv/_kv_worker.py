@@ -29,13 +29,9 @@ def batch_sizes(worker: int, count: int) -> list[int]:
     return sizes
 
 
-def main(kind: str, where: str, worker: int, count: int) -> None:
-    driver = open_driver(kind, where)
-    manager = IncrementalSessionManager(driver, snapshot_frequency=FREQUENCY)
+def write(manager: IncrementalSessionManager, worker: int, count: int) -> None:
+    """Append worker `worker`'s `count` messages to session `shared`, as described above."""
     pause = random.Random(-worker)
-    print("ready", flush=True)
-    if sys.stdin.readline().strip() != "go":
-        raise SystemExit("expected go")
     i = 0
     for batch, size in enumerate(batch_sizes(worker, count)):
         messages = [
@@ -47,6 +43,15 @@ def main(kind: str, where: str, worker: int, count: int) -> None:
         manager.append_messages("shared", messages)
         i += size
         time.sleep(pause.random() * 0.002)  # think, as an agent does, so writers interleave
+
+
+def main(kind: str, where: str, worker: int, count: int) -> None:
+    driver = open_driver(kind, where)
+    manager = IncrementalSessionManager(driver, snapshot_frequency=FREQUENCY)
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit("expected go")
+    write(manager, worker, count)
     driver.close()
     print("done", flush=True)
 

@@ -13,6 +13,7 @@ from test_kv_incremental import snapshot, texts, tool_turn, users
 
 from sessionary import Message
 from sessionary.kv import IncrementalSessionManager, MemoryDriver
+from sessionary.kv._layout import SessionKeys
 
 
 def chunk_keys(driver: Any, session: str = "s") -> list[str]:
@@ -128,6 +129,17 @@ class CrashingDriver:
             raise SystemExit("the writer died")
         return bool(self.inner.commit(expect, writes))
 
+    def roll_up_commit(
+        self, roll: Any, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
+    ) -> bool | None:
+        if not hasattr(self.inner, "roll_up_commit"):
+            return None
+        chunks = [k for k, v in writes.items() if ":chunk:" in k and v is not None]
+        if self.armed and chunks:
+            self.inner.put(chunks[0], "not even JSON")
+            raise SystemExit("the writer died")
+        return bool(self.inner.roll_up_commit(roll, expect, writes))
+
 
 def test_a_crash_between_chunk_and_meta_shows_readers_no_half_roll_up(driver: Any) -> None:
     manager = IncrementalSessionManager(driver, snapshot_frequency=3)
@@ -140,6 +152,9 @@ def test_a_crash_between_chunk_and_meta_shows_readers_no_half_roll_up(driver: An
     for limit in (None, 1, 3, 4, 6):  # ...and no reader looks at it
         assert texts(manager.get_history("s", limit)) == list("abcdef")[-(limit or 6) :]
     assert manager.get_or_create("s").messages == manager.get_history("s")
+    # A driver-side append lets one writer claim a roll-up; the dead writer's claim
+    # lapses (after seconds), as deleting it here does at once.
+    driver.delete(SessionKeys("s").lock)
     manager.append_message("s", Message.user("g", id="g"))  # the next roll-up replaces it
     assert [m["id"] for m in json.loads(driver.get(chunk_key(1)))] == list("def")
     assert [m["id"] for m in json.loads(driver.get(chunk_key(2)))] == ["g"]

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _kv_helpers import open_driver
-from _kv_worker import FREQUENCY, batch_sizes
+from _kv_worker import FREQUENCY, batch_sizes, write
 
 from sessionary import Message
 from sessionary.kv import IncrementalSessionManager
+from sessionary.kv._layout import CHUNKED, Listing, Meta, SessionKeys
 
 pytestmark = pytest.mark.slow
 
 WORKERS = 4
+EIGHT = 8
 COUNT = 100
 LONG = 100_000
 """Messages a worker would append if it were not killed first."""
@@ -29,7 +34,9 @@ SHARED = [
 WORKER = Path(__file__).with_name("_kv_worker.py")
 
 
-def _start(kind: str, where: str, count: int) -> list[subprocess.Popen[str]]:
+def _start(
+    kind: str, where: str, count: int, workers: int = WORKERS
+) -> list[subprocess.Popen[str]]:
     args = [sys.executable, str(WORKER), kind, where]
     procs = [
         subprocess.Popen(
@@ -39,7 +46,7 @@ def _start(kind: str, where: str, count: int) -> list[subprocess.Popen[str]]:
             text=True,
             cwd=WORKER.parent,
         )
-        for w in range(WORKERS)
+        for w in range(workers)
     ]
     for proc in procs:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
@@ -50,8 +57,8 @@ def _start(kind: str, where: str, count: int) -> list[subprocess.Popen[str]]:
     return procs
 
 
-def _run(kind: str, where: str) -> None:
-    procs = _start(kind, where, COUNT)
+def _run(kind: str, where: str, workers: int = WORKERS) -> None:
+    procs = _start(kind, where, COUNT, workers)
     try:
         for proc in procs:
             out, _ = proc.communicate(timeout=240)
@@ -63,7 +70,7 @@ def _run(kind: str, where: str) -> None:
                 proc.wait()
 
 
-def _check(history: list[Message], complete: bool = True) -> None:
+def _check(history: list[Message], complete: bool = True, workers: int = WORKERS) -> None:
     """Every batch whole and contiguous, each worker's order kept (all COUNT if complete)."""
     assert len({m.id for m in history}) == len(history)
     order: dict[int, list[int]] = defaultdict(list)
@@ -74,13 +81,63 @@ def _check(history: list[Message], complete: bool = True) -> None:
         batches[worker, batch].append(position)
     for seen in order.values():
         assert seen == list(range(COUNT if complete else len(seen)))
-    assert len(order) == WORKERS
-    sizes = {w: batch_sizes(w, COUNT if complete else LONG) for w in range(WORKERS)}
+    assert len(order) == workers
+    sizes = {w: batch_sizes(w, COUNT if complete else LONG) for w in range(workers)}
     for (worker, batch), positions in batches.items():
         assert len(positions) == sizes[worker][batch]
         assert positions == list(range(positions[0], positions[0] + len(positions)))
     if complete:
-        assert len(history) == WORKERS * COUNT
+        assert len(history) == workers * COUNT
+
+
+def _check_layout(driver: Any, total: int) -> None:
+    """The session's entries agree with its meta entry: counters, loose run, chunks, ids."""
+    listing = Listing.parse(SessionKeys("shared"), driver.list_prefix("sessions:shared:"))
+    meta = Meta.decode(listing.meta_text)
+    assert meta is not None and meta.layout == CHUNKED
+    assert meta.count == meta.next_seq == total
+    seqs = [int(key.rsplit(":", 1)[1]) for key, _ in listing.loose]
+    assert seqs == list(range(total - len(seqs), total))  # the newest, none missing
+    assert meta.since_snapshot == len(seqs) < FREQUENCY  # the last roll-up ran
+    assert sorted(listing.chunks) == list(range(meta.first_chunk, meta.next_chunk))
+    rolled = sum(len(json.loads(text)) for text in listing.chunks.values())
+    assert rolled - meta.skip + len(seqs) == total
+    ids = driver.list_prefix("session-ids:shared:")
+    assert sorted(int(seq) for _, seq in ids) == list(range(total))
+
+
+@pytest.mark.parametrize("kind", SHARED)
+@pytest.mark.parametrize("how", ["processes", "threads"])
+def test_eight_writers_share_one_session(kind: str, place: str, how: str) -> None:
+    """8 writers (processes, or threads with a manager each) lose and reorder nothing."""
+    if how == "processes":
+        _run(kind, place, EIGHT)
+    else:
+        drivers = [open_driver(kind, place) for _ in range(EIGHT)]
+        errors: list[BaseException] = []
+
+        def work(worker: int) -> None:
+            try:
+                manager = IncrementalSessionManager(drivers[worker], snapshot_frequency=FREQUENCY)
+                write(manager, worker, COUNT)
+            except BaseException as exc:  # reported below, not lost in the thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(EIGHT)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for opened in drivers:
+            opened.close()
+        assert errors == []
+    driver = open_driver(kind, place)
+    try:
+        manager = IncrementalSessionManager(driver, snapshot_frequency=FREQUENCY)
+        _check(manager.get_history("shared"), workers=EIGHT)
+        _check_layout(driver, EIGHT * COUNT)
+    finally:
+        driver.close()
 
 
 @pytest.mark.parametrize("kind", SHARED)

@@ -43,7 +43,9 @@ __all__ = [
     "Encoded",
     "KVSession",
     "Listing",
+    "LooseAppend",
     "Meta",
+    "RollUp",
     "SessionKeys",
     "check_user",
     "decode_messages",
@@ -100,6 +102,11 @@ class SessionKeys:
         return f"{self.chunks}{number:0{SEQ_DIGITS}d}"
 
     @property
+    def lock(self) -> str:
+        """The short-lived claim of the writer that rolls up (a driver-side append)."""
+        return self.prefix + "rolling"
+
+    @property
     def loose(self) -> str:
         return self.prefix + "msg:"
 
@@ -112,6 +119,47 @@ class SessionKeys:
 
     def message_id(self, message_id: str) -> str:
         return self.ids + message_id
+
+
+@dataclass(frozen=True, slots=True)
+class LooseAppend:
+    """An append a driver may decide on its own side (`append_loose`), in one step.
+
+    The driver reads the meta entry at `meta`; if it is a live session in the chunked
+    layout, it skips each message whose id record (`ids` + id) exists, writes the others
+    as loose entries (`loose` + the sequence number, zero-padded to `digits`) with their
+    id records, and rewrites the meta entry's counters, times (`updated_at`,
+    `expires_at`) and nothing else. If `since_snapshot` reaches `frequency`, the writer
+    that takes the short-lived `lock` is the one to roll up.
+    """
+
+    meta: str
+    loose: str
+    ids: str
+    lock: str
+    digits: int
+    frequency: int
+    updated_at: float
+    expires_at: float | None
+    message_ids: list[str]
+    texts: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class RollUp:
+    """A roll-up a driver may merge into concurrent appends (`roll_up_commit`).
+
+    The chunk fields `(first_chunk, next_chunk, skip)` must still be `before` (no other
+    roll-up ran); they become `after`, `since_snapshot` drops by `rolled` and `count` by
+    `cut`, and `lock` is released.
+    """
+
+    meta: str
+    lock: str
+    before: tuple[int, int, int]
+    after: tuple[int, int, int]
+    rolled: int
+    cut: int
 
 
 @dataclass(slots=True)
@@ -161,15 +209,24 @@ class Meta:
             raise ValueError(f"a meta entry's times must be finite, got {self}")
         user = "null" if self.user_id is None else _text(self.user_id)
         state = "{}" if self.state == {} else _dump(self.state)
+        # The counters lead, in this order, so that a server-side append (see
+        # `sessionary.kv.redis`) can read and rewrite them without parsing the state.
         return (
-            f'{{"created_at":{self.created_at!r},"updated_at":{self.updated_at!r},'
-            f'"user_id":{user},"state":{state},"version":{self.version},'
-            f'"next_seq":{self.next_seq},"since_snapshot":{self.since_snapshot},'
-            f'"count":{self.count},"expires_at":{"null" if expires is None else repr(expires)},'
-            f'"layout":{self.layout},'
+            f'{{"layout":{self.layout},"version":{self.version},"next_seq":{self.next_seq},'
+            f'"since_snapshot":{self.since_snapshot},"count":{self.count},'
             f'"first_chunk":{self.first_chunk},"next_chunk":{self.next_chunk},'
-            f'"skip":{self.skip}}}'
+            f'"skip":{self.skip},"updated_at":{self.updated_at!r},'
+            f'"expires_at":{"null" if expires is None else repr(expires)},'
+            f'"created_at":{self.created_at!r},"user_id":{user},"state":{state}}}'
         )
+
+    @staticmethod
+    def leads_counters(text: str | None) -> bool:
+        """Whether a stored meta entry is chunked and spelled as `encode` spells it now.
+
+        Only such an entry can be rewritten on a driver's side (see `LooseAppend`).
+        """
+        return text is not None and text.startswith('{"layout":2,"version":')
 
     def expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= time.time()

@@ -31,11 +31,22 @@ memory is only ever a guess that the commit checks. Where the manager also knows
 loose entry that goes with that meta entry (it wrote them, or listed them), an append
 that makes a roll-up due (with nothing to trim) rolls up in the same commit: the seed's
 "append, then the due snapshot", in one step and one round trip.
+
+Where the driver can decide an append on its side (`append_loose`: the Redis driver,
+in one Lua script), an append to a live chunked session goes there instead, with no
+read and no retry: the server allocates the sequence numbers, skips stored ids and
+updates the meta counters atomically, so writers sharing a session never lose a race.
+The writer whose append makes a roll-up due claims it (a short-lived claim; any writer
+once a second round is due, should the claimant die), and commits it with
+`roll_up_commit`, which appends made meanwhile do not spoil: it needs only the rolled
+entries unchanged and no other roll-up in between, and adjusts the counters on the
+server. Anything else (a new, expired or old-layout session) takes the path above.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -54,10 +65,13 @@ from sessionary.kv._chunks import (
 )
 from sessionary.kv._layout import (
     CHUNKED,
+    SEQ_DIGITS,
     Encoded,
     KVSession,
     Listing,
+    LooseAppend,
     Meta,
+    RollUp,
     SessionKeys,
     check_user,
     chunk_messages,
@@ -211,10 +225,46 @@ class AsyncIncrementalSessionManager:
         """
         keys = SessionKeys(check_id(session_id, "session id"))
         batch = encode_messages(messages)
+        if batch:
+            decided = await self._append_loose(keys, batch)
+            if decided is not None:
+                added, elected = decided
+                if elected:
+                    await self._roll_up(keys, force=False)
+                return added
         added, meta = await self._commit_append(keys, batch)
         if meta is not None and meta.since_snapshot >= self.snapshot_frequency:
             await self._roll_up(keys, force=False)
         return added
+
+    async def _append_loose(
+        self, keys: SessionKeys, batch: list[Encoded]
+    ) -> tuple[int, bool] | None:
+        """Let the driver decide the append on its side, if it can (see `LooseAppend`).
+
+        Returns how many messages were new and whether this writer is to roll up, or
+        None: the driver has no such append, or leaves this one to the manager (a new,
+        expired or old-layout session).
+        """
+        append = getattr(self.driver, "append_loose", None)
+        if append is None:
+            return None
+        self._known.pop(keys.session_id, None)  # the guess would be stale from now on
+        now = time.time()
+        plan = LooseAppend(
+            meta=keys.meta,
+            loose=keys.loose,
+            ids=keys.ids,
+            lock=keys.lock,
+            digits=SEQ_DIGITS,
+            frequency=self.snapshot_frequency,
+            updated_at=now,
+            expires_at=None if self.ttl is None else now + self.ttl,
+            message_ids=[item.id for item in batch],
+            texts=[item.text for item in batch],
+        )
+        decided: tuple[int, bool] | None = await append(plan)
+        return decided
 
     async def _commit_append(
         self, keys: SessionKeys, batch: list[Encoded]
@@ -422,11 +472,47 @@ class AsyncIncrementalSessionManager:
             walk = await self._trim_walk(keys, meta, runs, moves)
             if walk is not None:
                 writes = {**moves, **plan_roll_up(keys, meta, runs, walk)}
-                if await self.driver.commit({keys.meta: listing.meta_text}, writes):
+                merged = None
+                if not moves and Meta.leads_counters(listing.meta_text):
+                    merged = await self._roll_up_merged(keys, meta, listing, walk, writes)
+                if merged is not None:
+                    if merged:
+                        return
+                elif await self.driver.commit({keys.meta: listing.meta_text}, writes):
                     text = writes[keys.meta]
                     self._remember(keys, text, Meta.decode(text), [])
                     return
             await backoff.wait()
+
+    async def _roll_up_merged(
+        self,
+        keys: SessionKeys,
+        meta: Meta,
+        listing: Listing,
+        walk: TrimWalk,
+        writes: dict[str, str | None],
+    ) -> bool | None:
+        """Commit a roll-up that appends made meanwhile do not spoil, if the driver can.
+
+        Returns whether it was committed, or None if the driver has no such commit. The
+        loose entries rolled must still hold what was listed, and no other roll-up may
+        have run; the meta entry's counters are adjusted on the driver's side.
+        """
+        commit = getattr(self.driver, "roll_up_commit", None)
+        if commit is None:
+            return None
+        self._known.pop(keys.session_id, None)
+        roll = RollUp(
+            meta=keys.meta,
+            lock=keys.lock,
+            before=(meta.first_chunk, meta.next_chunk, meta.skip),
+            after=(walk.first, walk.end, walk.skip),
+            rolled=len(listing.loose),
+            cut=walk.cut,
+        )
+        rest = {key: value for key, value in writes.items() if key != keys.meta}
+        done: bool | None = await commit(roll, dict(listing.loose), rest)
+        return done
 
     async def _trim_walk(
         self,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import InvalidInput, StoreError, StoreUnavailable
+from sessionary.kv._layout import LooseAppend, RollUp
 from sessionary.kv._redis_wire import (
     AsyncLane,
     Lane,
@@ -51,45 +52,137 @@ DEFAULT_URL = "redis://localhost:6379/0"
 # each in key order. Every check comes first;
 # then the writes go in as few calls as Lua can pass arguments to (MSET, ZADD for the
 # keys that may be new, DEL and ZREM), a thousand at a time.
-_COMMIT = """
-local ops, cut = ARGV[1], tonumber(ARGV[2]) + 1
-local a, n = 3, #KEYS
-for i = 2, n do
-  local expect = string.byte(ops, 2 * i - 3)
-  if expect == 48 then  -- '0'
-    if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end
-  elseif expect == 49 then  -- '1'
-    if redis.call('GET', KEYS[i]) ~= ARGV[a] then return 0 end
-    a = a + 1
-  end
-end
-local sets, members, dels, gone = {}, {}, {}, {}
-for i = 2, n do
-  local expect, write = string.byte(ops, 2 * i - 3, 2 * i - 2)
-  if write == 115 then  -- 's'
-    sets[#sets + 1] = KEYS[i]
-    sets[#sets + 1] = ARGV[a]
-    a = a + 1
-    if expect ~= 49 then
-      members[#members + 1] = 0
-      members[#members + 1] = string.sub(KEYS[i], cut)
+_APPLY = """
+local function apply(ops, cut, a)
+  local n = #KEYS
+  for i = 2, n do
+    local expect = string.byte(ops, 2 * i - 3)
+    if expect == 48 then  -- '0'
+      if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end
+    elseif expect == 49 then  -- '1'
+      if redis.call('GET', KEYS[i]) ~= ARGV[a] then return 0 end
+      a = a + 1
     end
-  elseif write == 100 then  -- 'd'
-    dels[#dels + 1] = KEYS[i]
-    gone[#gone + 1] = string.sub(KEYS[i], cut)
+  end
+  local sets, members, dels, gone = {}, {}, {}, {}
+  for i = 2, n do
+    local expect, write = string.byte(ops, 2 * i - 3, 2 * i - 2)
+    if write == 115 then  -- 's'
+      sets[#sets + 1] = KEYS[i]
+      sets[#sets + 1] = ARGV[a]
+      a = a + 1
+      if expect ~= 49 then
+        members[#members + 1] = 0
+        members[#members + 1] = string.sub(KEYS[i], cut)
+      end
+    elseif write == 100 then  -- 'd'
+      dels[#dels + 1] = KEYS[i]
+      gone[#gone + 1] = string.sub(KEYS[i], cut)
+    end
+  end
+  for i = 1, #sets, 1000 do redis.call('MSET', unpack(sets, i, math.min(i + 999, #sets))) end
+  for i = 1, #members, 1000 do
+    redis.call('ZADD', KEYS[1], unpack(members, i, math.min(i + 999, #members)))
+  end
+  for i = 1, #dels, 1000 do
+    local last = math.min(i + 999, #dels)
+    redis.call('DEL', unpack(dels, i, last))
+    redis.call('ZREM', KEYS[1], unpack(gone, i, last))
+  end
+  return 1
+end
+"""
+_COMMIT = _APPLY + "return apply(ARGV[1], tonumber(ARGV[2]) + 1, 3)\n"
+
+# The leading counters of a meta entry in the chunked layout, as `Meta.encode` writes
+# them: version, next_seq, since_snapshot, count, the chunk fields, and the rest.
+_HEAD = """
+local HEAD = '^{"layout":2,"version":(%d+),"next_seq":(%d+),"since_snapshot":(%d+),'
+  .. '"count":(%d+),("first_chunk":%d+,"next_chunk":%d+,"skip":%d+),(.*)$'
+local function head(version, seq, since, count, chunks)
+  return string.format('{"layout":2,"version":%d,"next_seq":%d,"since_snapshot":%d,"count":%d,',
+    version, seq, since, count) .. chunks .. ','
+end
+"""
+
+# An append decided on the server (see `RedisDriver.append_loose`). KEYS: the index.
+# ARGV: the value keys' prefix, the meta key, the loose entries' prefix, the id records'
+# prefix, the roll-up lock, the digits of a sequence number, the roll-up frequency, the
+# time now, the expiry time (or 'null'), the number of messages, their ids, their texts.
+# Returns -1 to leave the append to the client (no session, an expired one, an old
+# layout), else {messages added, whether this writer is to roll up}.
+_APPEND = (
+    _HEAD
+    + """
+local vp = ARGV[1]
+local meta = redis.call('GET', vp .. ARGV[2])
+if not meta then return -1 end
+local version, seq, since, count, chunks, rest = string.match(meta, HEAD)
+if not version then return -1 end
+local expires, tail = string.match(rest, '^"updated_at":[^,]+,"expires_at":([^,]+),(.*)$')
+if not expires then return -1 end
+if expires ~= 'null' and tonumber(expires) <= tonumber(ARGV[8]) then return -1 end
+local n, cut, pad = tonumber(ARGV[10]), #vp + 1, '%0' .. ARGV[6] .. 'd'
+local added, sets, members = 0, {}, {}
+seq = tonumber(seq)
+for i = 1, n do
+  local id = vp .. ARGV[4] .. ARGV[10 + i]
+  if redis.call('EXISTS', id) == 0 then
+    local number = string.format('%d', seq + added)
+    local loose = vp .. ARGV[3] .. string.format(pad, seq + added)
+    sets[#sets + 1] = loose
+    sets[#sets + 1] = ARGV[10 + n + i]
+    sets[#sets + 1] = id
+    sets[#sets + 1] = number
+    members[#members + 1] = 0
+    members[#members + 1] = string.sub(loose, cut)
+    members[#members + 1] = 0
+    members[#members + 1] = string.sub(id, cut)
+    added = added + 1
   end
 end
+if added == 0 then return {0, 0} end
 for i = 1, #sets, 1000 do redis.call('MSET', unpack(sets, i, math.min(i + 999, #sets))) end
 for i = 1, #members, 1000 do
   redis.call('ZADD', KEYS[1], unpack(members, i, math.min(i + 999, #members)))
 end
-for i = 1, #dels, 1000 do
-  local last = math.min(i + 999, #dels)
-  redis.call('DEL', unpack(dels, i, last))
-  redis.call('ZREM', KEYS[1], unpack(gone, i, last))
+since = tonumber(since) + added
+redis.call('SET', vp .. ARGV[2], head(tonumber(version) + 1, seq + added, since,
+  tonumber(count) + added, chunks) .. '"updated_at":' .. ARGV[8] .. ',"expires_at":' .. ARGV[9]
+  .. ',' .. tail)
+local elected = 0
+local frequency = tonumber(ARGV[7])
+-- One writer claims the roll-up; if it died holding the claim (kept 10 s at most), any
+-- writer that finds a second round of loose entries rolls up too.
+if since >= 2 * frequency then
+  elected = 1
+elseif since >= frequency and redis.call('SET', vp .. ARGV[5], '1', 'NX', 'PX', 10000) then
+  elected = 1
 end
+return {added, elected}
+"""
+)
+
+# A roll-up merged into whatever appends happened meanwhile (see
+# `RedisDriver.roll_up_commit`). KEYS and ARGV as for a commit, except that ARGV[3..8]
+# are: the meta key, the roll-up lock, the chunk fields the roll-up read and those it
+# sets (as the meta entry spells them), how many loose entries it rolls and how many
+# messages it trims. The chunk fields must be unchanged (no other roll-up ran).
+_ROLL = (
+    _APPLY
+    + _HEAD
+    + """
+local meta = redis.call('GET', ARGV[3])
+if not meta then return 0 end
+local version, seq, since, count, chunks, rest = string.match(meta, HEAD)
+if not version or chunks ~= ARGV[5] then return 0 end
+if apply(ARGV[1], tonumber(ARGV[2]) + 1, 9) == 0 then return 0 end
+redis.call('SET', ARGV[3], head(tonumber(version) + 1, tonumber(seq),
+  tonumber(since) - tonumber(ARGV[7]), tonumber(count) - tonumber(ARGV[8]), ARGV[6]) .. rest)
+redis.call('DEL', ARGV[4])
 return 1
 """
+)
 
 # KEYS: index. ARGV: the range's lower and upper bounds, the value keys' prefix.
 _LIST = """
@@ -154,6 +247,19 @@ def _string(value: object) -> str:
         InvalidInput: If it is not a string.
     """
     return value if isinstance(value, str) else check_value(value)
+
+
+def _chunk_fields(chunks: tuple[int, int, int]) -> str:
+    """The chunk fields of a meta entry as `Meta.encode` spells them."""
+    first, end, skip = chunks
+    return f'"first_chunk":{first},"next_chunk":{end},"skip":{skip}'
+
+
+def _appended(reply: Any) -> tuple[int, bool] | None:
+    """The append script's reply: None (the client's turn), or (added, elected)."""
+    if not isinstance(reply, list):
+        return None
+    return int(reply[0]), bool(reply[1])
 
 
 def _text(value: Any) -> str:
@@ -221,6 +327,49 @@ class _Layout:
                 check_value(text)  # names the lone surrogate
             raise
 
+    def append_args(self, plan: LooseAppend) -> list[str]:
+        """The append script's arguments (its one key is the index).
+
+        Raises:
+            InvalidInput: If a key the append names is not a valid key.
+        """
+        widest = plan.loose + "0" * plan.digits
+        for key in (plan.meta, plan.lock, widest, *(plan.ids + i for i in plan.message_ids)):
+            check_key(key)
+        expires = "null" if plan.expires_at is None else repr(plan.expires_at)
+        return [
+            self.values,
+            plan.meta,
+            plan.loose,
+            plan.ids,
+            plan.lock,
+            str(plan.digits),
+            str(plan.frequency),
+            repr(plan.updated_at),
+            expires,
+            str(len(plan.message_ids)),
+            *plan.message_ids,
+            *(_string(text) for text in plan.texts),
+        ]
+
+    def roll_args(
+        self,
+        roll: RollUp,
+        expect: Mapping[str, str | None],
+        writes: Mapping[str, str | None],
+    ) -> tuple[list[str], list[str]]:
+        """The roll-up script's keys and arguments: a commit's, with the roll-up's inside."""
+        keys, args = self.commit_args(expect, writes)
+        merged = [
+            self.values + check_key(roll.meta),
+            self.values + check_key(roll.lock),
+            _chunk_fields(roll.before),
+            _chunk_fields(roll.after),
+            str(roll.rolled),
+            str(roll.cut),
+        ]
+        return keys, [*args[:2], *merged, *args[2:]]
+
     @staticmethod
     def pairs(flat: list[Any]) -> list[tuple[str, str]]:
         return [(_text(flat[i]), _text(flat[i + 1])) for i in range(0, len(flat), 2)]
@@ -258,6 +407,8 @@ class RedisDriver:
         self._client: redis.Redis = client or _client(url, False, connect_timeout, timeout)
         self._commit = self._client.register_script(_COMMIT)
         self._list = self._client.register_script(_LIST)
+        self._append = self._client.register_script(_APPEND)
+        self._roll = self._client.register_script(_ROLL)
         self._detour = _detour(module)
         # One node, with a pool (not a cluster client): commits may go straight down.
         self._lane = Lane(self._client) if isinstance(self._client, module.Redis) else None
@@ -283,9 +434,18 @@ class RedisDriver:
     def list_prefix(self, prefix: str) -> list[tuple[str, str]]:
         """Return every entry whose key starts with `prefix`, in key order."""
         args = self._layout.list_args(prefix)
+        return self._layout.pairs(self._script(self._list, [self._layout.index], args))
+
+    def _script(self, script: Any, keys: list[str], args: list[str]) -> Any:
+        """Run a registered script, straight down a kept connection if there is one."""
         with _mapped_errors():
-            flat = self._list(keys=[self._layout.index], args=args)
-        return self._layout.pairs(flat)
+            if self._lane is not None:
+                try:
+                    command = evalsha_command(script.sha, packed(keys), len(keys), args)
+                    return self._lane.send(command)
+                except self._detour:  # a lost script or connection: the ordinary way
+                    pass
+            return script(keys=keys, args=args)
 
     def commit(self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]) -> bool:
         """Apply `writes` if every key in `expect` holds its value; see `KVDriver.commit`."""
@@ -297,6 +457,19 @@ class RedisDriver:
                 except self._detour:  # a lost script or connection: the ordinary way
                     pass
             return bool(self._commit(keys=keys, args=args))
+
+    def append_loose(self, plan: LooseAppend) -> tuple[int, bool] | None:
+        """Append loose entries in one script; see `AsyncKVDriver.append_loose`."""
+        return _appended(
+            self._script(self._append, [self._layout.index], self._layout.append_args(plan))
+        )
+
+    def roll_up_commit(
+        self, roll: RollUp, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
+    ) -> bool | None:
+        """Commit a roll-up over concurrent appends; see `AsyncKVDriver.roll_up_commit`."""
+        keys, args = self._layout.roll_args(roll, expect, writes)
+        return bool(self._script(self._roll, keys, args))
 
     def close(self) -> None:
         """Give back the connections the driver kept; close the client if it made it."""
@@ -324,6 +497,8 @@ class _AsyncClientDriver:
         self._client: redis.asyncio.Redis = client or _client(url, True, connect_timeout, timeout)
         self._commit = self._client.register_script(_COMMIT)
         self._list = self._client.register_script(_LIST)
+        self._append = self._client.register_script(_APPEND)
+        self._roll = self._client.register_script(_ROLL)
         self._detour = _detour(module)
         self._lane = (
             AsyncLane(self._client) if isinstance(self._client, module.asyncio.Redis) else None
@@ -351,9 +526,18 @@ class _AsyncClientDriver:
     async def list_prefix(self, prefix: str) -> list[tuple[str, str]]:
         """Return every entry whose key starts with `prefix`, in key order."""
         args = self._layout.list_args(prefix)
+        return self._layout.pairs(await self._script(self._list, [self._layout.index], args))
+
+    async def _script(self, script: Any, keys: list[str], args: list[str]) -> Any:
+        """Run a registered script, straight down a kept connection if there is one."""
         with _mapped_errors():
-            flat = await self._list(keys=[self._layout.index], args=args)
-        return self._layout.pairs(flat)
+            if self._lane is not None:
+                try:
+                    command = evalsha_command(script.sha, packed(keys), len(keys), args)
+                    return await self._lane.send(command)
+                except self._detour:  # a lost script or connection: the ordinary way
+                    pass
+            return await script(keys=keys, args=args)
 
     async def commit(
         self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
@@ -367,6 +551,18 @@ class _AsyncClientDriver:
                 except self._detour:  # a lost script or connection: the ordinary way
                     pass
             return bool(await self._commit(keys=keys, args=args))
+
+    async def append_loose(self, plan: LooseAppend) -> tuple[int, bool] | None:
+        """Append loose entries in one script; see `AsyncKVDriver.append_loose`."""
+        args = self._layout.append_args(plan)
+        return _appended(await self._script(self._append, [self._layout.index], args))
+
+    async def roll_up_commit(
+        self, roll: RollUp, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
+    ) -> bool | None:
+        """Commit a roll-up over concurrent appends; see `AsyncKVDriver.roll_up_commit`."""
+        keys, args = self._layout.roll_args(roll, expect, writes)
+        return bool(await self._script(self._roll, keys, args))
 
     async def close(self) -> None:
         """Give back the connections the driver kept; close the client if it made it."""
@@ -430,6 +626,17 @@ class AsyncRedisDriver:
     ) -> bool:
         """Apply `writes` if every key in `expect` holds its value; see `AsyncKVDriver.commit`."""
         return bool(await self._home.run("commit", expect, writes))
+
+    async def append_loose(self, plan: LooseAppend) -> tuple[int, bool] | None:
+        """Append loose entries in one script; see `AsyncKVDriver.append_loose`."""
+        result: tuple[int, bool] | None = await self._home.run("append_loose", plan)
+        return result
+
+    async def roll_up_commit(
+        self, roll: RollUp, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
+    ) -> bool | None:
+        """Commit a roll-up over concurrent appends; see `AsyncKVDriver.roll_up_commit`."""
+        return bool(await self._home.run("roll_up_commit", roll, expect, writes))
 
     async def close(self) -> None:
         """Close the client (if the driver made it) and stop its loop; idempotent."""

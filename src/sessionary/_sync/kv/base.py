@@ -8,13 +8,21 @@ at one instant) and `commit`, an atomic compare-and-set over several keys that i
 primitive the session manager needs to stay correct across processes. Drivers:
 `MemoryDriver` (one process), `SQLiteDriver` (one file, any number of
 processes) and `RedisDriver` (one server); any object with these methods will do.
+
+A driver may also offer two optional methods that let many writers share one session
+without compare-and-set retries: `append_loose(plan)` decides an append on its side in
+one step (see `sessionary.kv._layout.LooseAppend`; None leaves the append to the
+manager), and `roll_up_commit(roll, expect, writes)` commits a roll-up that commutes with
+such appends (see `RollUp`). The Redis driver has both, as Lua scripts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Protocol
 
+from sessionary.kv._layout import LooseAppend, RollUp
 from sessionary.kv.keys import check_key, tenant_prefix
 
 __all__ = ["KVDriver", "ScopedDriver"]
@@ -123,6 +131,35 @@ class ScopedDriver:
             batch = entries[start : start + _ERASE_BATCH]
             self._driver.commit({}, dict.fromkeys((key for key, _ in batch), None))
         return len(entries)
+
+    def append_loose(self, plan: LooseAppend) -> tuple[int, bool] | None:
+        """Forward a driver-side append; None if the driver underneath has none."""
+        inner = getattr(self._driver, "append_loose", None)
+        if inner is None:
+            return None
+        scoped = replace(
+            plan,
+            meta=self._key(plan.meta),
+            loose=self.prefix + plan.loose,
+            ids=self.prefix + plan.ids,
+            lock=self._key(plan.lock),
+        )
+        result: tuple[int, bool] | None = inner(scoped)
+        return result
+
+    def roll_up_commit(
+        self, roll: RollUp, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
+    ) -> bool | None:
+        """Forward a merged roll-up; None if the driver underneath has none."""
+        inner = getattr(self._driver, "roll_up_commit", None)
+        if inner is None:
+            return None
+        result: bool | None = inner(
+            replace(roll, meta=self._key(roll.meta), lock=self._key(roll.lock)),
+            {self._key(k): v for k, v in expect.items()},
+            {self._key(k): v for k, v in writes.items()},
+        )
+        return result
 
     def close(self) -> None:
         """Do nothing: the driver underneath is shared and stays open."""

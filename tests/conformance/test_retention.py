@@ -101,9 +101,6 @@ def test_a_sliding_ttl_counts_from_the_last_activity(
         timed.session("chat").history()
 
 
-@pytest.mark.xfail_backend(
-    "redis", reason="a Redis append does not check expiry; it revives an unswept session"
-)
 def test_a_write_to_an_expired_session_is_refused(
     timed: sessionary.SessionManager, clock: FakeClock
 ) -> None:

@@ -45,10 +45,24 @@ __all__ = ["AppendRoute", "Appends", "append_args"]
 
 _ROUTES = 1024  # sessions whose keys and last reply a store remembers
 
+_EXPIRY = r"""
+-- Whether a session whose meta holds `row` and `updated` has outlived its TTL by `now`
+-- (microseconds; see sessionary.retention). Most rows have no TTL: one string search.
+local function expired(row, updated, now)
+  if not row or not string.find(row, '"ttl_us":%d') then return false end
+  local r = cjson.decode(row)
+  local from = tonumber(r.created_us)
+  if r.ttl_sliding == true then from = tonumber(updated) end
+  return from ~= nil and from + r.ttl_us <= tonumber(now)
+end
+"""
+
 _GENERAL = r"""
 if not load_meta() then return {'nosession'} end
 local now, sid, parent_arg, expected, role_list = string.match(ARGV[1],
   '^(%S+) (%S+) (%S+) (%S+) (.*)$')
+local life = redis.call('HMGET', META, 'row', 'updated')
+if expired(life[1], life[2], now) then return {'nosession'} end
 local n = #ARGV - 1
 local roles, ids, retry = {}, {}, true
 for role in string.gmatch(role_list, '%S+') do roles[#roles + 1] = role end
@@ -118,7 +132,8 @@ if #ARGV ~= 2 or parent ~= 'H' then
   return general()
 end
 local v = redis.call('HMGET', KEYS[1], 'head', 'headid', 'next', 'rolled', 'count', 'base',
-  'bdepth', 'lin')
+  'bdepth', 'lin', 'row', 'updated')
+if expired(v[9], v[10], now) then return {'nosession'} end
 local head, nxt = tonumber(v[1]), tonumber(v[3])
 local since = head and nxt - tonumber(v[4]) + 1
 local rolls = FREQUENCY > 0 and since and since >= FREQUENCY
@@ -241,7 +256,7 @@ class Appends:
         values = f"{int(frequency)}, {int(max_messages)}, '{ttl}'"
         settings = f"local FREQUENCY, MAX_MESSAGES, TTL = {values}"
         general = f"local function general()\n{LIB}\n{_GENERAL}\nend\n"
-        self.script = f"{settings}\n{general}{_LEAN}"
+        self.script = f"{settings}\n{_EXPIRY}{general}{_LEAN}"
         self.frequency = frequency
         # With a TTL every key must expire together; trimming at every append needs all.
         self._always_full = ttl != "0" or (frequency == 0 and max_messages > 0)

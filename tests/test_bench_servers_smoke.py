@@ -57,6 +57,8 @@ def test_quick_server_benchmark_writes_a_report(tmp_path: Path) -> None:
     assert "IncrementalSessionManager (snapshot_frequency=25)" in report
     assert "8 writers, one shared session" in report
     verdicts = [line for line in report.splitlines() if line.startswith("- **")]
-    # One per sessionary library: PostgreSQL, MariaDB, and four on Redis.
-    assert len(verdicts) == 6 and all("PASS" in v or "FAIL" in v for v in verdicts)
+    # Per sessionary library (PostgreSQL, MariaDB, four on Redis): one per writer shape and
+    # one for `history(limit=20)`.
+    assert len(verdicts) == 6 * 4 and all("PASS" in v or "FAIL" in v for v in verdicts)
+    assert sum("history(limit=20)" in v for v in verdicts) == 6
     assert "dropped" in report and "FAILED" not in report

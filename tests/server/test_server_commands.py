@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from sessionary import SessionManager
 from sessionary.cli import main
+from sessionary.crypto import Encryption
 from sessionary.errors import InvalidInput, NotFound
 from sessionary.server import commands
 
@@ -75,3 +77,20 @@ async def test_mcp_over_stdio(tmp_path: Path) -> None:
         assert "the «staging» password rotates" in found.content[0].text
         args = {"session_id": "chat", "label": "memory", "content": "rotate monthly"}
         assert not (await client.call_tool("set_context", args)).is_error
+
+
+def test_serve_and_mcp_take_the_keys_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(commands, "serve", lambda db, **kw: seen.update(serve=kw["encryption"]))
+    monkeypatch.setattr(commands, "mcp", lambda db, **kw: seen.update(mcp=kw["encryption"]))
+    assert main(["--db", "memory://", "serve"]) == 0
+    assert main(["--db", "memory://", "mcp"]) == 0
+    assert seen == {"serve": None, "mcp": None}
+    key = base64.b64encode(bytes(range(32))).decode()
+    monkeypatch.setenv("SESSIONARY_KEYS", f"k1={key}")
+    assert main(["--db", "memory://", "serve"]) == 0
+    assert main(["--db", "memory://", "mcp"]) == 0
+    for encryption in seen.values():
+        assert isinstance(encryption, Encryption) and encryption.keyring.current == "k1"

@@ -11,7 +11,15 @@ from types import ModuleType
 import click
 
 from sessionary._optional import require
-from sessionary.cli._app import Env, db_option, json_option, pass_env, root, store_options
+from sessionary.cli._app import (
+    Env,
+    db_option,
+    env_encryption,
+    json_option,
+    pass_env,
+    root,
+    store_options,
+)
 
 __all__: list[str] = []
 
@@ -42,6 +50,7 @@ def serve_command(env: Env, host: str, port: int, no_auth: bool, cors: tuple[str
 
     Every request needs an API key (`sessionary keys create TENANT`) and sees only its
     key's tenant (and user, for a key bound to one); another tenant's ids answer 404.
+    With $SESSIONARY_KEYS set, what it stores is encrypted at rest, as with every command.
     """
     _server().serve(
         env.url,
@@ -51,6 +60,7 @@ def serve_command(env: Env, host: str, port: int, no_auth: bool, cors: tuple[str
         tenant=env.tenant,
         user=env.user,
         cors_origins=list(cors),
+        encryption=env_encryption(),
     )
 
 
@@ -107,6 +117,7 @@ def mcp_command(
         host=host,
         port=port,
         auth=not no_auth,
+        encryption=env_encryption(),
     )
 
 

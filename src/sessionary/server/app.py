@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sessionary.blocks import SessionConfig
 from sessionary.compaction.policy import CompactionPolicy
+from sessionary.crypto import Encryption
 from sessionary.manager import DEFAULT_URL
 from sessionary.records import Scope as StoreScope
 from sessionary.server import routes_memory, routes_sessions, stream
@@ -38,6 +39,7 @@ from sessionary.server._errors import error_body, install_error_handlers
 from sessionary.server.keys import Keyring
 from sessionary.server.schemas import ErrorOut
 from sessionary.stores.base import AsyncStore
+from sessionary.stores.encrypted import AsyncEncryptedStore
 from sessionary.stores.registry import open_async_store
 
 __all__ = ["DEFAULT_MAX_BODY", "BodyLimit", "create_app"]
@@ -118,6 +120,7 @@ def create_app(
     key_cache_seconds: float = 5.0,
     poll: tuple[float, float] = (0.05, 2.0),
     viewer: bool = True,
+    encryption: Encryption | None = None,
 ) -> FastAPI:
     """Return the ASGI app serving a store's sessions over HTTP.
 
@@ -136,6 +139,9 @@ def create_app(
         key_cache_seconds: How long a key read from the store is trusted.
         poll: The event streams' first and longest poll interval, in seconds.
         viewer: Serve the web viewer at ``/ui/``.
+        encryption: Encrypt message bodies, state and documents at rest with these keys
+            (as `SessionManager(encryption=...)` does); the API keys stay readable by
+            `sessionary keys`, which never needs the encryption keys.
 
     Raises:
         InvalidURL: If `store` is not a valid store URL.
@@ -143,11 +149,12 @@ def create_app(
     """
     owned = isinstance(store, str)
     opened: AsyncStore = open_async_store(store) if isinstance(store, str) else store
+    sessions = encrypted(opened, encryption)
     state = ServerState(
-        store=opened,
+        store=sessions,
         keyring=Keyring(opened, cache_seconds=key_cache_seconds) if auth else None,
         open_scope=StoreScope(tenant, user),
-        watcher=stream.Watcher(opened, poll),
+        watcher=stream.Watcher(sessions, poll),
         config=config if config is not None else SessionConfig(),
         compaction=compaction,
     )
@@ -184,6 +191,13 @@ def create_app(
             expose_headers=["ETag"],
         )
     return app
+
+
+def encrypted(store: AsyncStore, encryption: Encryption | None) -> AsyncStore:
+    """`store` as the sessions see it: through `encryption` if given (never closing `store`)."""
+    if encryption is None:
+        return store
+    return AsyncEncryptedStore(store, encryption, owns_inner=False)
 
 
 def _add_plain_routes(app: FastAPI, viewer: bool) -> None:

@@ -22,9 +22,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from sessionary.blocks import BlockSpec, SessionConfig
+from sessionary.crypto import Encryption
 from sessionary.errors import InvalidInput
 from sessionary.records import Scope
-from sessionary.server.app import DEFAULT_MAX_BODY, create_app
+from sessionary.server.app import DEFAULT_MAX_BODY, create_app, encrypted
 from sessionary.server.keys import ApiKey, Keyring
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.registry import open_async_store
@@ -71,6 +72,7 @@ def serve(
     cors_origins: Sequence[str] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY,
     log_level: str = "info",
+    encryption: Encryption | None = None,
 ) -> None:
     """Serve the HTTP API and the viewer on `host`:`port` until interrupted.
 
@@ -85,6 +87,7 @@ def serve(
         cors_origins: Browser origins allowed to call the API (none by default).
         max_body_bytes: The largest request body taken.
         log_level: uvicorn's log level.
+        encryption: Encrypt what is stored at rest with these keys (see `create_app`).
 
     Raises:
         InvalidInput: If `auth` is off on a non-loopback address.
@@ -100,6 +103,7 @@ def serve(
         user=user,
         cors_origins=cors_origins,
         max_body_bytes=max_body_bytes,
+        encryption=encryption,
     )
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
@@ -133,6 +137,7 @@ def mcp(
     host: str = "127.0.0.1",
     port: int = 8001,
     auth: bool = True,
+    encryption: Encryption | None = None,
 ) -> None:
     """Serve the memory tools over MCP until the client disconnects or it is interrupted.
 
@@ -149,6 +154,7 @@ def mcp(
         port: The HTTP port.
         auth: Over HTTP, require an API key (`create_key`) and act in its scope; False
             serves `tenant`/`user` to anyone who connects, refused off loopback.
+        encryption: Encrypt what is stored at rest with these keys (see `create_app`).
 
     Raises:
         InvalidInput: For an unknown transport, or `auth` off on a non-loopback address.
@@ -164,7 +170,8 @@ def mcp(
     async def run() -> None:
         store = open_async_store(db)
         try:
-            server = create_mcp_server(store, scope, session_id=session_id, config=config)
+            sessions = encrypted(store, encryption)
+            server = create_mcp_server(sessions, scope, session_id=session_id, config=config)
             if transport == "stdio":
                 await _run_stdio(server)
             else:

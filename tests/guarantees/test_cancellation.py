@@ -8,16 +8,25 @@ chain, counters and search agree, and the next append links to the head (see
 `_reliability`). A second round continues the same session after the reopen.
 
 `scripts/bench-reliability` runs the same calls by the hundred into RELIABILITY.md.
+
+A sweep or an erasure cancelled part way keeps each session whole or deletes it whole,
+and the next run finishes the rest.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import random
 import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from _reliability import Tally, cancellation_run
+
+from sessionary import AsyncSessionManager
 
 CALLS = 30
 """Calls per round here; the long run makes hundreds per backend."""
@@ -54,3 +63,82 @@ async def test_cancelled_appends_lose_nothing_acknowledged(cancel_url: str) -> N
     if not cancel_url.startswith("memory://"):  # a memory call never yields: nothing to cut
         assert tally.cancelled, f"no call was cancelled (seed {seed})"
     assert tally.acked_messages, f"every call was cancelled (seed {seed})"
+
+
+class _Clock:
+    """A clock that stands where a test puts it (expiry without sleeps)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def _fill(manager: AsyncSessionManager, session_id: str, ttl: float | None) -> None:
+    session = await manager.create(id=session_id, ttl=ttl)
+    await session.append_all(
+        [{"role": "user", "content": f"q {session_id}"}, {"role": "assistant", "content": "a"}]
+    )
+    await session.update_state({"k": session_id})
+
+
+async def _whole_or_gone(manager: AsyncSessionManager, session_ids: list[str]) -> list[str]:
+    """The sessions still there; each must hold both its messages and its state."""
+    left = []
+    for session_id in session_ids:
+        if await manager.get(session_id) is None:
+            continue
+        session = manager.session(session_id)
+        texts = [m.text for m in await session.history()]
+        assert texts == [f"q {session_id}", "a"], (session_id, texts)
+        assert (await session.get_state()).data == {"k": session_id}, session_id
+        left.append(session_id)
+    return left
+
+
+async def _cut(work: Callable[[], Awaitable[int]], rng: random.Random, times: int) -> None:
+    """Start `work` and cancel it after a random short while, `times` times."""
+    for _ in range(times):
+        task = asyncio.create_task(work())
+        await asyncio.sleep(rng.uniform(0, 0.02))
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_cancelled_sweep_or_erase_leaves_each_session_whole_or_gone(
+    cancel_url: str,
+) -> None:
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    start = datetime.now(UTC)
+    clock = _Clock(start)
+    expiring = [f"old{n}" for n in range(24)]
+    erased = [f"mine{n}" for n in range(12)]
+    async with AsyncSessionManager(cancel_url, clock=clock, user="ann") as manager:
+        for session_id in expiring:
+            await _fill(manager, session_id, ttl=5)
+        await _fill(manager, "kept", ttl=None)
+        bob = AsyncSessionManager(manager.store, user="bob")
+        for session_id in erased:
+            await _fill(bob, session_id, ttl=None)
+        clock.now = start + timedelta(seconds=6)
+        await _cut(lambda: manager.sweep(batch_size=2), rng, 4)
+        await _cut(bob.erase_user, rng, 3)
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+    # Seen from before the expiry, a session the sweep did not reach is whole.
+    async with AsyncSessionManager(cancel_url, clock=_Clock(start), user="ann") as before:
+        swept_left = await _whole_or_gone(before, expiring)
+        assert await _whole_or_gone(before, ["kept"]) == ["kept"], f"seed {seed}"
+        bob = AsyncSessionManager(before.store, user="bob")
+        await _whole_or_gone(bob, erased)
+    # Run to their end, they finish what the cancelled ones left.
+    async with AsyncSessionManager(cancel_url, clock=clock, user="ann") as after:
+        assert await after.sweep(batch_size=2) == len(swept_left), f"seed {seed}"
+        bob = AsyncSessionManager(after.store, user="bob")
+        await bob.erase_user()
+        assert await _whole_or_gone(bob, erased) == [], f"seed {seed}"
+        assert [info.id for info in (await after.list()).items] == ["kept"], f"seed {seed}"
+        assert [m.text for m in await after.history("kept")] == ["q kept", "a"]

@@ -212,7 +212,8 @@ def render(memory: Memory) -> Iterator[str]:
         "): resident memory (RSS) before and after the read, with the result still "
         "held, and the read's wall time. Raw sqlite3 reads the same turns from its own table "
         "and decodes each row's JSON into a dict. `vs raw`: raw's figure over ours (above "
-        "1.00x, we take less memory or less time)."
+        "1.00x, we take less memory or less time; `—` where RSS, which grows in whole pages, "
+        "did not grow)."
     )
     yield ""
     yield (

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from statistics import quantiles
 
 from bench.raw import SCHEMA
+from bench.read_rss import Memory
+from bench.read_rss import render as render_memory
 from bench.runner import Plan, Result
 from bench.subject import RECENT
 from bench.targets import Table, evaluate, shown
@@ -16,7 +18,13 @@ __all__ = ["render"]
 SERVERS_REPORT = "[BENCHMARKS-servers.md](BENCHMARKS-servers.md), from `scripts/bench-servers`"
 
 
-def render(results: list[Result], plan: Plan, facts: dict[str, str], notes: list[str]) -> str:
+def render(
+    results: list[Result],
+    plan: Plan,
+    facts: dict[str, str],
+    notes: list[str],
+    memory: Memory | None = None,
+) -> str:
     table = Table(results)
     outcomes = evaluate(table)
     parts = [
@@ -40,6 +48,7 @@ def render(results: list[Result], plan: Plan, facts: dict[str, str], notes: list
         *_rate_section(table),
         *_section(table, plan, f"`history(limit={RECENT})`", "recent"),
         *_section(table, plan, "Full history read", "full"),
+        *_memory_section(memory),
         "## Targets",
         "",
         *(outcome.line() for outcome in outcomes),
@@ -54,6 +63,17 @@ def render(results: list[Result], plan: Plan, facts: dict[str, str], notes: list
         "",
     ]
     return "\n".join(parts)
+
+
+def _memory_section(memory: Memory | None) -> Iterator[str]:
+    if memory is None:
+        return
+    yield "### Memory: reading a long session, and per open session"
+    yield ""
+    yield "`bench/read_rss.py`, run by `bench/run.py` after the timings (skip: `--no-memory`)."
+    yield ""
+    yield from render_memory(memory)
+    yield ""
 
 
 def _facts(facts: dict[str, str]) -> Iterator[str]:

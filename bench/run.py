@@ -20,7 +20,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` importable from the repo root
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import facts
+from bench import facts, read_rss
 from bench.ours import SessionaryAsync, SessionaryNormal, SessionarySync
 from bench.peers import AgentsSession, LangGraphSaver
 from bench.raw import RawNormal, RawSqlite
@@ -75,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
+    memory = None if args.no_memory else _memory(plan, args.quick)
     machine = facts.collect(_command(argv), started, load_before, workdir)
-    report = render(results, plan, machine, _notes(results))
+    report = render(results, plan, machine, _notes(results), memory)
     _emit(report, args.out, results)
     return 1 if any(r.status == "failed" for r in results) else 0
 
@@ -88,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--only", help="comma-separated library keys: " + ", ".join(REQUIREMENTS))
     parser.add_argument("--depths", help="comma-separated depths, overriding the plan's")
     parser.add_argument("--appends", type=int, help="single appends timed per library and depth")
+    parser.add_argument(
+        "--no-memory", action="store_true", help="skip the memory tables (bench/read_rss.py)"
+    )
     parser.add_argument("--out", help="write the Markdown report here (default: stdout)")
     parser.add_argument("--workdir", help="where the database files go (default: bench/results)")
     parser.add_argument("--keep", action="store_true", help="keep the database files")
@@ -102,6 +106,15 @@ def _plan(args: argparse.Namespace) -> Plan:
     if args.appends:
         plan = replace(plan, appends=args.appends)
     return plan
+
+
+def _memory(plan: Plan, quick: bool) -> read_rss.Memory:
+    """Memory of reads and open sessions at the plan's deepest depth (fresh processes)."""
+    depth = plan.depths[-1]
+    _log(f"measuring memory at {depth:,} ...")
+    return read_rss.measure(
+        depth, runs=1 if quick else 3, sessions=100 if quick else 1000, log=_log
+    )
 
 
 def _selected(key: str, args: argparse.Namespace) -> bool:

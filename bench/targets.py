@@ -80,6 +80,7 @@ def evaluate(table: Table) -> list[Outcome]:
         *_rate(table, "sync", 80.0),
         *_rate(table, "async", 60.0),
         *_growth(table, "recent", 1.5),
+        *_full_read(table),
         _ahead(table, "agents", "async"),
         _ahead(table, "langgraph", "sync"),
     ]
@@ -111,6 +112,19 @@ def _rate(table: Table, key: str, floor: float) -> Iterator[Outcome]:
     worst = min(known, key=lambda d: known[d])
     detail = ", ".join(f"{known[d]:.0f}% at {d:,}" for d in table.depths)
     yield Outcome(_verdict(known[worst] >= floor), f"{goal}: {detail}")
+
+
+def _full_read(table: Table) -> Iterator[Outcome]:
+    """The whole history at the deepest depth, read faster than raw sqlite3 reads it."""
+    deepest = table.depths[-1]
+    for key in ("sync", "async"):
+        goal = f"sessionary ({key}): full history at depth {deepest:,} faster than raw sqlite3"
+        mine, raw = table.median(key, deepest, "full"), table.median("raw", deepest, "full")
+        if mine is None or raw is None:
+            yield Outcome("SKIP", f"{goal}: not measured")
+            continue
+        detail = f"{shown('full', mine)} vs {shown('full', raw)}"
+        yield Outcome(_verdict(mine < raw), f"{goal}: {detail}")
 
 
 def _ahead(table: Table, peer: str, ours: str) -> Outcome:

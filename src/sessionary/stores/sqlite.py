@@ -42,6 +42,7 @@ from sessionary.stores._common import (
     check_delete,
     check_limit,
     encode_imported_state,
+    gc_paused,
     prepare_messages,
     surviving_ancestor,
 )
@@ -147,7 +148,9 @@ class SQLiteEngine(SQLiteDocuments):
             stored = self._append_at_head(scope, session_id, prepared[0])
             if stored is not None:
                 return [stored]
-        with self._lock:
+        # A batch allocates a few tracked objects per message and none that form a cycle:
+        # collecting meanwhile cost ~4% of a 1,000-message append (see `gc_paused`).
+        with self._lock, gc_paused():
             self._heads.pop((scope.tenant, scope.user, session_id), None)
             with self._write() as db:
                 return self._append_chain(db, scope, session_id, prepared, parent, expected_head)

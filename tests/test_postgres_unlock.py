@@ -34,20 +34,32 @@ def _driver(url: str) -> postgres.PostgresDriver:
 
 
 def test_the_statement_commits_without_waiting_and_the_connection_is_left_as_it_was(
-    postgres_url: str,
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     driver = _driver(postgres_url)
     try:
         assert driver._can_flush  # the test role may write a WAL message
-        assert driver.run_alone(_SETTING, (), unlock_early=True) == ([("off",)], 0)
-        assert driver.run_alone(_SETTING, ()) == ([("on",)], 0)  # the one pooled connection
         driver.run_alone("CREATE TABLE t (k INTEGER PRIMARY KEY)", ())
         insert = "INSERT INTO t VALUES (%s), (%s)"
         assert driver.run_alone(insert, (1, 2), unlock_early=True) == ([], 2)
-        with pytest.raises(AlreadyExists):  # its transaction is rolled back, whole
-            driver.run_alone("INSERT INTO t VALUES (%s), (%s)", (3, 1), unlock_early=True)
+        assert driver.run_alone(_SETTING, ()) == ([("on",)], 0)  # the one pooled connection
+        for _ in range(8):  # past psycopg's threshold for preparing what it sends again
+            with pytest.raises(AlreadyExists):  # its transaction is rolled back, whole
+                driver.run_alone("INSERT INTO t VALUES (%s), (%s)", (3, 1), unlock_early=True)
+            assert driver.run_alone(insert, (4, 5), unlock_early=True) == ([], 2)
+            driver.run_alone("DELETE FROM t WHERE k > 2", ())
         rows = driver.run_alone("SELECT k FROM t ORDER BY k", (), unlock_early=True)
         assert rows == ([(1,), (2,)], 0)
+        # Without the flush step, the answer comes before the WAL is flushed (mostly:
+        # other clients' commits flush it too, at any moment).
+        monkeypatch.setattr(postgres, "_FLUSH", "SELECT 1")
+        insert = "INSERT INTO t VALUES (%s) RETURNING pg_current_wal_insert_lsn()::text"
+        flushed = "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn"
+        unflushed = 0
+        for k in range(10, 30):
+            ((inserted,),), _ = driver.run_alone(insert, (k,), unlock_early=True)
+            unflushed += driver.run_alone(flushed, (inserted,)) == ([(False,)], 0)
+        assert unflushed
     finally:
         driver.close()
 

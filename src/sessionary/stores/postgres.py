@@ -22,12 +22,12 @@ that other writers append to as well): a transaction that commits with
 `synchronous_commit = on` keeps its row locks until the WAL is flushed past its commit
 record, so writers queued on one row get one commit per flush, where writers on distinct
 rows share each flush. So the statement's transaction turns `synchronous_commit` off
-(`set_config(..., true)` sent just before it in pipeline mode, where one transaction
-runs up to the sync after the statement): its changes are visible and its locks
-released as soon as it commits. A second transaction follows, a round trip later: it
-writes a transactional WAL message (an xid and a record, so that its commit waits for
-the flush; `pg_logical_emit_message`, which every role may run unless it was revoked:
-checked when the pool starts) and commits under the connection's own
+(`set_config(..., true)`, sent right after it in pipeline mode, where one transaction
+runs up to the sync): its changes are visible and its locks released as soon as it
+commits. Unless it wrote nothing (it has no xid), a second transaction follows, a round
+trip later: it writes a transactional WAL message (an xid and a record, so that its
+commit waits for the flush; `pg_logical_emit_message`, which every role may run unless
+it was revoked: checked when the pool starts) and commits under the connection's own
 `synchronous_commit`, so its answer comes once the WAL is flushed (and, with synchronous
 replication, confirmed) past that commit, which comes after the statement's in the one
 linear WAL. A write that builds on the statement's (an append under the new head)
@@ -184,7 +184,9 @@ _CAN_FLUSH = (
     "SELECT has_function_privilege("
     "'pg_catalog.pg_logical_emit_message(boolean, text, text)', 'EXECUTE')"
 )
-_UNLOCKED = "SELECT set_config('synchronous_commit', 'off', true)"
+_UNLOCKED = (
+    "SELECT set_config('synchronous_commit', 'off', true), txid_current_if_assigned() IS NOT NULL"
+)
 _FLUSH = "SELECT pg_logical_emit_message(true, 'sessionary', '')"
 
 
@@ -278,11 +280,14 @@ class AsyncPostgresDriver:
         """
         async with self._connection() as (conn, _):
             if unlock_early and self._can_flush:
-                async with conn.pipeline() as pipeline:  # one transaction until the sync
-                    await conn.execute(_UNLOCKED)
+                async with conn.pipeline() as pipeline:  # one transaction up to the sync
                     cursor = await conn.execute(sql, params)
+                    # Never prepared: psycopg would count it prepared even where a failed
+                    # statement before it made the server skip it.
+                    unlocked = await conn.execute(_UNLOCKED, prepare=False)
                     await pipeline.sync()
-                    await conn.execute(_FLUSH)
+                    if (await unlocked.fetchone()) != ("off", False):  # unless it wrote nothing
+                        await conn.execute(_FLUSH)
             else:
                 cursor = await conn.execute(sql, params)
             if cursor.description is None:
@@ -429,10 +434,11 @@ class PostgresDriver:
         with self._connection() as (conn, _):
             if unlock_early and self._can_flush:
                 with conn.pipeline() as pipeline:
-                    conn.execute(_UNLOCKED)
                     cursor = conn.execute(sql, params)
+                    unlocked = conn.execute(_UNLOCKED, prepare=False)
                     pipeline.sync()
-                    conn.execute(_FLUSH)
+                    if unlocked.fetchone() != ("off", False):
+                        conn.execute(_FLUSH)
             else:
                 cursor = conn.execute(sql, params)
             if cursor.description is None:

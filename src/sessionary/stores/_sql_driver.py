@@ -50,11 +50,16 @@ class AsyncDriver(Protocol):
         """Open the pool and run `setup` (the migrations) once, before any transaction."""
         ...
 
-    async def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[tuple[Any, ...]], int]:
+    async def run_alone(
+        self, sql: str, params: Sequence[Any], unlock_early: bool = False
+    ) -> tuple[list[tuple[Any, ...]], int]:
         """Run one statement (a script, where the server allows) as a transaction of its own.
 
         Returns the rows of its last result and the rows it changed (inserted, updated
-        or deleted), in total.
+        or deleted), in total. `unlock_early` asks the driver to release the row locks
+        the statement takes before the server has made its commit durable, if it can
+        (others queued on those rows go on meanwhile): it still returns only once the
+        commit is durable.
         """
         ...
 

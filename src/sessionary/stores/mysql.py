@@ -315,8 +315,10 @@ class AsyncMySQLDriver:
         finally:
             await self._pool.release(conn)
 
-    async def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
-        """Run a script that is a transaction of its own.
+    async def run_alone(
+        self, sql: str, params: Sequence[Any], unlock_early: bool = False
+    ) -> tuple[list[Row], int]:
+        """Run a script that is a transaction of its own (`unlock_early` changes nothing).
 
         Returns its last result's rows and the rows its statements changed, in total. If
         a statement fails, the server runs none after it: the open transaction is rolled
@@ -518,7 +520,9 @@ class MySQLDriver:
                     conn.close()
             self._started = True
 
-    def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
+    def run_alone(
+        self, sql: str, params: Sequence[Any], unlock_early: bool = False
+    ) -> tuple[list[Row], int]:
         """Run a script that is a transaction of its own; see `AsyncMySQLDriver.run_alone`."""
         try:
             with self._pool.connection() as conn:

@@ -16,6 +16,24 @@ keepalives and `tcp_user_timeout` notice a server or network that went away; and
 psycopg has no read timeout, a watch (`_waits.Watch`) hangs up a connection whose
 answer is `GRACE` seconds past `timeout` (a server or proxy that stopped answering),
 which then raises `StoreUnavailable` and is never reused.
+
+Unlocking early (`run_alone(..., unlock_early=True)`, the store's appends to a session
+that other writers append to as well): a transaction that commits with
+`synchronous_commit = on` keeps its row locks until the WAL is flushed past its commit
+record, so writers queued on one row get one commit per flush, where writers on distinct
+rows share each flush. So the statement's transaction turns `synchronous_commit` off
+(`set_config(..., true)`, sent right after it in pipeline mode, where one transaction
+runs up to the sync): its changes are visible and its locks released as soon as it
+commits. Unless it wrote nothing (it has no xid), a second transaction follows, a round
+trip later: it writes a transactional WAL message (an xid and a record, so that its
+commit waits for the flush; `pg_logical_emit_message`, which every role may run unless
+it was revoked: checked when the pool starts) and commits under the connection's own
+`synchronous_commit`, so its answer comes once the WAL is flushed (and, with synchronous
+replication, confirmed) past that commit, which comes after the statement's in the one
+linear WAL. A write that builds on the statement's (an append under the new head)
+commits after it, so it cannot survive a crash without it. Until the flush another
+reader can see the change, which a server crash could still remove: its writer has not
+been answered yet.
 """
 
 from __future__ import annotations
@@ -162,6 +180,16 @@ class _AsyncTransaction:
         return int(row[0])
 
 
+_CAN_FLUSH = (
+    "SELECT has_function_privilege("
+    "'pg_catalog.pg_logical_emit_message(boolean, text, text)', 'EXECUTE')"
+)
+_UNLOCKED = (
+    "SELECT set_config('synchronous_commit', 'off', true), txid_current_if_assigned() IS NOT NULL"
+)
+_FLUSH = "SELECT pg_logical_emit_message(true, 'sessionary', '')"
+
+
 def _unbounded() -> None:
     """Migrations run without the request bound (see `_waits`)."""
 
@@ -202,6 +230,7 @@ class AsyncPostgresDriver:
         )
         self._lock = asyncio.Lock()
         self._started = False
+        self._can_flush = False
 
     async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -213,6 +242,8 @@ class AsyncPostgresDriver:
                 try:
                     async with conn.transaction():
                         await setup(_AsyncTransaction(conn, _unbounded))
+                        cursor = await conn.execute(_CAN_FLUSH)
+                        self._can_flush = await cursor.fetchone() == (True,)
                 finally:
                     await conn.close()
                 await self._pool.open(wait=True, timeout=self._timeout)
@@ -237,13 +268,28 @@ class AsyncPostgresDriver:
         except psycopg.Error as exc:
             raise store_error(self._where, exc, overdue) from exc
 
-    async def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
+    async def run_alone(
+        self, sql: str, params: Sequence[Any], unlock_early: bool = False
+    ) -> tuple[list[Row], int]:
         """Run one statement in autocommit mode (its own transaction).
 
-        Returns its rows (none if it returns none) and the rows it changed.
+        Returns its rows (none if it returns none) and the rows it changed. With
+        `unlock_early` its row locks are released before the WAL flush, and it returns
+        once the flush covers its commit, a round trip later (see the module), where
+        the role may write a WAL message; else it commits as usual.
         """
         async with self._connection() as (conn, _):
-            cursor = await conn.execute(sql, params)
+            if unlock_early and self._can_flush:
+                async with conn.pipeline() as pipeline:  # one transaction up to the sync
+                    cursor = await conn.execute(sql, params)
+                    # Never prepared: psycopg would count it prepared even where a failed
+                    # statement before it made the server skip it.
+                    unlocked = await conn.execute(_UNLOCKED, prepare=False)
+                    await pipeline.sync()
+                    if (await unlocked.fetchone()) != ("off", False):  # unless it wrote nothing
+                        await conn.execute(_FLUSH)
+            else:
+                cursor = await conn.execute(sql, params)
             if cursor.description is None:
                 return [], cursor.rowcount
             return await cursor.fetchall(), 0
@@ -347,6 +393,7 @@ class PostgresDriver:
         )
         self._lock = threading.Lock()
         self._started = False
+        self._can_flush = False
 
     def start(self, setup: Callable[[_Transaction], None]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -357,6 +404,7 @@ class PostgresDriver:
                 connection = psycopg.Connection.connect(self._conninfo, **self._options)
                 with connection as conn, conn.transaction():
                     setup(_Transaction(conn, _unbounded))
+                    self._can_flush = conn.execute(_CAN_FLUSH).fetchone() == (True,)
                 self._pool.open(wait=True, timeout=self._timeout)
             except psycopg.Error as exc:
                 raise store_error(self._where, exc) from exc
@@ -379,10 +427,20 @@ class PostgresDriver:
         except psycopg.Error as exc:
             raise store_error(self._where, exc, overdue) from exc
 
-    def run_alone(self, sql: str, params: Sequence[Any]) -> tuple[list[Row], int]:
+    def run_alone(
+        self, sql: str, params: Sequence[Any], unlock_early: bool = False
+    ) -> tuple[list[Row], int]:
         """Run one statement in autocommit mode; see `AsyncPostgresDriver.run_alone`."""
         with self._connection() as (conn, _):
-            cursor = conn.execute(sql, params)
+            if unlock_early and self._can_flush:
+                with conn.pipeline() as pipeline:
+                    cursor = conn.execute(sql, params)
+                    unlocked = conn.execute(_UNLOCKED, prepare=False)
+                    pipeline.sync()
+                    if unlocked.fetchone() != ("off", False):
+                        conn.execute(_FLUSH)
+            else:
+                cursor = conn.execute(sql, params)
             if cursor.description is None:
                 return [], cursor.rowcount
             return cursor.fetchall(), 0

@@ -13,7 +13,11 @@ machine queue on that row, and the head they build on cannot move before they co
 The one exception is cheaper, not looser: an append after the head this store's own
 last append left (`_heads`) starts with an UPDATE of that row guarded by the pk, head
 and depth it remembers, which takes the same lock and checks the same head in one
-statement; if the head moved, nothing is written and the locking path runs.
+statement; if the head moved, nothing is written and the locking path runs. Where
+other writers keep moving a session's head (`_moved`), its appends take the locking path
+at once, and ask the driver to release the row before the commit's flush
+(`unlock_early`): the next writer in the queue goes on while this one waits for the
+flush, instead of one append per flush.
 State documents are locked the same way, their row created first if missing. Reads are
 single statements wherever consistency depends on it (a path), so they never mix two
 moments under READ COMMITTED.
@@ -187,6 +191,13 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
 
         Only a hint: an append after a remembered head checks on the server that the
         head is still there, and falls back to locking the row if not.
+        """
+        self._moved: set[tuple[str, str, str]] = set()
+        """Sessions whose head another writer moved between this store's last two appends.
+
+        Their appends lock the row at once (`append_sql`), unlocking early, rather than
+        first try a remembered head that other writers keep moving; a locked append that
+        finds the head where this store left it takes the session off the set.
         """
 
     def __enter__(self) -> SQLStore:
@@ -437,7 +448,8 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
 
         Where this store saw the session's head last (its own last append), it appends
         after that head if the head has not moved since (`append_after_sql`); else it
-        locks, checks and appends (`append_sql`). Returns None where it did not append
+        locks, checks and appends (`append_sql`), unlocking early where other writers
+        moved the head (see the module). Returns None where it did not append
         (no such session, a stale head, an id already stored, no script, rows too large
         for one statement): the general path then does what those cases need.
         """
@@ -453,14 +465,17 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
         out, rows, last = plan_chain(at[0], prepared, at[1:], {}, dialect.index_text)
         now = self._now_us()
         try:
-            if seen is not None and (expected is Head.ANY or expected == seen[1]):
+            if seen is not None and key not in self._moved and expected in (Head.ANY, seen[1]):
                 params = dialect.append_after_params(seen, rows, now)
                 sql = dialect.append_after_sql(len(rows))
                 if (self._driver.run_alone(sql, params))[1]:
                     self._saw_head(key, seen[0], last)
                     return out
+                self._moved.add(key)
             params = dialect.append_params(key, expected, rows, now)
-            found = (self._driver.run_alone(dialect.append_sql(len(rows)), params))[0]
+            sql = dialect.append_sql(len(rows))
+            contended = key in self._moved
+            found = (self._driver.run_alone(sql, params, unlock_early=contended))[0]
         except AlreadyExists:
             self._heads.pop(key, None)
             return None
@@ -470,6 +485,10 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
             self._heads.pop(key, None)
             return None
         parent_id, _, pk, depth = found[0]
+        if seen is not None and parent_id != seen[1]:
+            self._moved.add(key)
+        else:
+            self._moved.discard(key)
         out = []
         for item in prepared:
             out.append(stored_copy(item.message, parent_id))
@@ -481,6 +500,7 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
         """Remember a session's head as this store's last write left it (see `_heads`)."""
         if len(self._heads) >= _HEADS_KEPT:
             self._heads.clear()
+            self._moved.clear()
         self._heads[key] = (pk, *head)
 
     def _lock_and_find(

@@ -1,0 +1,156 @@
+"""PostgreSQL's early unlock: appends to a shared session release the row before the flush.
+
+`run_alone(..., unlock_early=True)` commits its statement with `synchronous_commit` off
+and answers only after a second transaction's synchronous commit, whose flush covers the
+statement's commit (see stores/postgres.py).
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sessionary
+from sessionary import AlreadyExists, Message
+from sessionary.stores import postgres
+
+pytestmark = pytest.mark.postgres
+
+_SETTING = "SELECT current_setting('synchronous_commit')"
+
+
+def _driver(url: str) -> postgres.PostgresDriver:
+    location, _, schema = url.partition("?schema=")
+    driver = postgres.PostgresDriver(location, schema=schema, pool_size=1)
+    driver.start(lambda tx: tx.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
+    return driver
+
+
+def test_the_statement_commits_without_waiting_and_the_connection_is_left_as_it_was(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver = _driver(postgres_url)
+    try:
+        assert driver._can_flush  # the test role may write a WAL message
+        driver.run_alone("CREATE TABLE t (k INTEGER PRIMARY KEY)", ())
+        insert = "INSERT INTO t VALUES (%s), (%s)"
+        assert driver.run_alone(insert, (1, 2), unlock_early=True) == ([], 2)
+        assert driver.run_alone(_SETTING, ()) == ([("on",)], 0)  # the one pooled connection
+        for _ in range(8):  # past psycopg's threshold for preparing what it sends again
+            with pytest.raises(AlreadyExists):  # its transaction is rolled back, whole
+                driver.run_alone("INSERT INTO t VALUES (%s), (%s)", (3, 1), unlock_early=True)
+            assert driver.run_alone(insert, (4, 5), unlock_early=True) == ([], 2)
+            driver.run_alone("DELETE FROM t WHERE k > 2", ())
+        rows = driver.run_alone("SELECT k FROM t ORDER BY k", (), unlock_early=True)
+        assert rows == ([(1,), (2,)], 0)
+        # Without the flush step, the answer comes before the WAL is flushed (mostly:
+        # other clients' commits flush it too, at any moment).
+        monkeypatch.setattr(postgres, "_FLUSH", "SELECT 1")
+        insert = "INSERT INTO t VALUES (%s) RETURNING pg_current_wal_insert_lsn()::text"
+        flushed = "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn"
+        unflushed = 0
+        for k in range(10, 30):
+            ((inserted,),), _ = driver.run_alone(insert, (k,), unlock_early=True)
+            unflushed += driver.run_alone(flushed, (inserted,)) == ([(False,)], 0)
+        assert unflushed
+    finally:
+        driver.close()
+
+
+def test_the_answer_comes_after_the_flush_covers_the_commit(postgres_url: str) -> None:
+    # Each row reads where the WAL's insertion stood after it went in; the statement
+    # commits without waiting for the flush, and yet, when it answers, the WAL is flushed
+    # at least that far.
+    driver = _driver(postgres_url)
+    try:
+        driver.run_alone("CREATE TABLE t (k INTEGER)", ())
+        insert = "INSERT INTO t VALUES (%s) RETURNING pg_current_wal_insert_lsn()::text"
+        for k in range(20):
+            ((inserted,),), _ = driver.run_alone(insert, (k,), unlock_early=True)
+            flushed = "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn"
+            assert driver.run_alone(flushed, (inserted,)) == ([(True,)], 0)
+    finally:
+        driver.close()
+
+
+def test_appends_to_a_session_another_writer_moves_unlock_early(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    early: list[bool] = []
+    run_alone = postgres.PostgresDriver.run_alone
+
+    def spy(self: Any, sql: str, params: Any, unlock_early: bool = False) -> Any:
+        early.append(unlock_early)
+        return run_alone(self, sql, params, unlock_early)
+
+    monkeypatch.setattr(postgres.PostgresDriver, "run_alone", spy)
+    with (
+        sessionary.SessionManager(postgres_url) as one,
+        sessionary.SessionManager(postgres_url) as two,
+    ):
+        one.create(id="s")
+        first, second = one.session("s"), two.session("s")
+        written = [first.append(Message.user("a")).id, first.append(Message.user("b")).id]
+        early.clear()
+        written.append(second.append(Message.user("c")).id)  # no head seen: locks
+        assert early == [False]
+        written.append(first.append(Message.user("d")).id)  # its head moved: then locks
+        assert early[1:] == [False, True]
+        written.append(second.append(Message.user("e")).id)
+        assert early[3:] == [False, True]
+        written.append(first.append(Message.user("f")).id)  # moved before: locks at once
+        written.append(first.append(Message.user("g")).id)  # and finds its own head
+        assert early[5:] == [True, True]
+        written.append(first.append(Message.user("h")).id)  # so appends after it again
+        assert early[7:] == [False]
+        history = one.session("s").history()
+        assert [m.id for m in history] == written
+        assert [m.parent_id for m in history] == [None, *written[:-1]]
+
+
+_KILLED_WRITER = """
+import sys
+import sessionary
+url, prefix = sys.argv[1:]
+one, two = sessionary.SessionManager(url), sessionary.SessionManager(url)
+sessions = [one.session("s"), two.session("s")]
+for n in range(100_000):  # two stores in turn: each append finds its head moved
+    sessions[n % 2].append(sessionary.Message.user("x", id=f"{prefix}-{n}"))
+    print(f"{prefix}-{n}", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_writer_killed_while_unlocking_early_loses_nothing_acknowledged(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    with sessionary.SessionManager(postgres_url) as manager:
+        manager.create(id="s")
+    acked: list[str] = []
+    for trial in range(6):
+        out = tmp_path / f"{trial}.out"
+        with out.open("w") as sink:
+            writer = subprocess.Popen(
+                [sys.executable, "-c", _KILLED_WRITER, postgres_url, f"t{trial}"], stdout=sink
+            )
+            deadline = time.monotonic() + 60
+            while len(out.read_text().split()) < 10 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(random.uniform(0, 0.02))  # at some moment of an append
+            writer.send_signal(signal.SIGKILL)
+            writer.wait()
+        acked += out.read_text().split()
+        with sessionary.SessionManager(postgres_url) as manager:
+            ids = [m.id for m in manager.session("s").history()]
+            assert ids[: len(acked)] == acked  # the acks, in order, on one chain
+            assert len(ids) <= len(acked) + 1  # and at most the call in flight
+            assert manager.session("s").message_count() == len(ids)
+        acked = ids
+    assert len(acked) >= 60

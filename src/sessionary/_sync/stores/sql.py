@@ -188,6 +188,11 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
         Only a hint: an append after a remembered head checks on the server that the
         head is still there, and falls back to locking the row if not.
         """
+        self._moved: set[tuple[str, str, str]] = set()
+        """Session keys whose head another writer moved after this store's last write:
+        their next append locks the row at once, rather than first trying (and failing)
+        an append after a head that is likely stale again. A locking append that finds
+        the head where this store left it takes its key out again."""
 
     def __enter__(self) -> SQLStore:
         return self
@@ -452,13 +457,15 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
         at = (0, None, -1) if seen is None else seen
         out, rows, last = plan_chain(at[0], prepared, at[1:], {}, dialect.index_text)
         now = self._now_us()
+        after = seen is not None and key not in self._moved
         try:
-            if seen is not None and (expected is Head.ANY or expected == seen[1]):
+            if seen is not None and after and (expected is Head.ANY or expected == seen[1]):
                 params = dialect.append_after_params(seen, rows, now)
                 sql = dialect.append_after_sql(len(rows))
                 if (self._driver.run_alone(sql, params))[1]:
                     self._saw_head(key, seen[0], last)
                     return out
+                self._moved.add(key)
             params = dialect.append_params(key, expected, rows, now)
             found = (self._driver.run_alone(dialect.append_sql(len(rows)), params))[0]
         except AlreadyExists:
@@ -470,6 +477,8 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
             self._heads.pop(key, None)
             return None
         parent_id, _, pk, depth = found[0]
+        if seen is not None and (parent_id, depth) == seen[1:]:
+            self._moved.discard(key)
         out = []
         for item in prepared:
             out.append(stored_copy(item.message, parent_id))
@@ -481,6 +490,7 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
         """Remember a session's head as this store's last write left it (see `_heads`)."""
         if len(self._heads) >= _HEADS_KEPT:
             self._heads.clear()
+            self._moved.clear()
         self._heads[key] = (pk, *head)
 
     def _lock_and_find(

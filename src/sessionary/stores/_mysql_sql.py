@@ -356,8 +356,11 @@ COMMIT"""
         INSERT carries, which must fit in `max_allowed_packet`.
         """
         if text.isascii():  # folding ASCII is lowering it, and leaves each word one word
+            found = words(text.lower())
             longest = _LONGEST - len(_TOKEN)
-            return " ".join([_TOKEN + w for w in words(text.lower()) if len(w) <= longest])
+            if not found or max(map(len, found)) <= longest:  # the usual case, joined in C
+                return _TOKEN + f" {_TOKEN}".join(found) if found else ""
+            return " ".join([_TOKEN + w for w in found if len(w) <= longest])
         return " ".join([t for t in map(_token, words(text)) if len(t) <= _LONGEST])
 
     def search_sql(

@@ -245,7 +245,8 @@ class MySQLDialect(Dialect):
         (4, "a TTL per session (retention), sliding or fixed", _V4),
     )
     appends_alone = True
-    pending_sql = "SELECT seq, n FROM search_pending ORDER BY seq LIMIT 500"
+    pending_batch = 500
+    pending_sql = f"SELECT seq, n FROM search_pending ORDER BY seq LIMIT {pending_batch}"
     index_lock = f"SELECT GET_LOCK({_lock_name('index')}, %s)"
     index_unlock = f"SELECT RELEASE_LOCK({_lock_name('index')})"
     share_lock = " LOCK IN SHARE MODE"

@@ -27,6 +27,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.servers import _append_cells
 from bench.srv_common import SHAPES, Cell, run_block
 from bench.srv_sql import MySQL, _mysql_connect
 
@@ -58,21 +59,6 @@ def _connection_threads(database: str) -> list[int]:
         conn.close()
 
 
-def _cells(backend: MySQL, shapes: list[str]) -> list[Cell]:
-    cells = []
-    for key, label, raw in backend.libs:
-        for writers, mode in SHAPES:
-            if mode not in shapes:
-                continue
-            cell = Cell(backend.name, key, label, writers, mode, raw)
-            shared = backend.new_session(key)
-            for _ in range(writers):
-                session = shared if mode != "distinct" else backend.new_session(key)
-                cell.handles.append(backend.writer(key, session))
-            cells.append(cell)
-    return cells
-
-
 def probe(seconds: float, rounds: int, shapes: list[str]) -> None:
     backend = MySQL()
     if (problem := backend.problem()) is not None:
@@ -81,7 +67,7 @@ def probe(seconds: float, rounds: int, shapes: list[str]) -> None:
     pid = _server_pid()
     backend.setup()
     try:
-        cells = _cells(backend, shapes)
+        cells = [cell for cell in _append_cells(backend) if cell.mode in shapes]
         server: dict[int, float] = {id(cell): 0.0 for cell in cells}
         waits: dict[int, int] = {id(cell): 0 for cell in cells}
         order = random.Random("mysql-cpu")

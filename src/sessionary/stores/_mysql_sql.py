@@ -41,7 +41,10 @@ read `ROW_COUNT()` or anything else a result write can change: `append_sql` guar
 user variables set by its locking read, `append_after_sql` on the session row as its
 own UPDATE left it. A statement that fails stops the script before COMMIT, and the
 transaction is rolled back (by the driver, or by the server when the connection goes).
-Every other write is a transaction of single statements whose COMMIT is sent alone.
+On MariaDB the driver sends each script as one compound statement (`BEGIN NOT ATOMIC`,
+see `stores.mysql`): one answer instead of one per statement, and no result written
+while the script runs. Every other write is a transaction of single statements whose
+COMMIT is sent alone.
 
 Documents are searched the same way: `documents.search` holds the tokens of a document's
 latest text, `documents.text` the text itself for the check and the snippet. A key is

@@ -302,6 +302,59 @@ def test_mysql_search_backlog_stays_short_with_short_lived_stores(mysql_url: str
             assert _count(later, "SELECT count(*) FROM search_pending") == 1
 
 
+def test_mysql_appends_take_one_request_each(
+    mysql_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An append is one request. On MariaDB its script runs as one compound statement,
+    # so it is also one answer, not one per statement. A store that found another writer
+    # had moved the head locks the row at once until it finds the head where it left it.
+    requests: list[str] = []
+    answers = [0]
+    query = pymysql.connections.Connection.query
+    next_result = pymysql.connections.Connection.next_result
+
+    def counted_query(self: Any, sql: Any, unbuffered: bool = False) -> int:
+        requests.append(sql.decode() if isinstance(sql, bytes) else sql)
+        answers[0] += 1
+        return int(query(self, sql, unbuffered))
+
+    def counted_next(self: Any, unbuffered: bool = False) -> int:
+        answers[0] += 1
+        return int(next_result(self, unbuffered))
+
+    with (
+        sessionary.SessionManager(mysql_url) as mine,
+        sessionary.SessionManager(mysql_url) as other,
+    ):
+        ours, theirs = mine.create(id="s"), other.session("s")
+        ours.append(Message.user("first"))
+        theirs.append(Message.user("warm-up"))  # both stores connected and caught up
+        ours.append(Message.user("moved"))  # finds the head moved: two scripts
+        with mine.store._begin() as tx:
+            mariadb = "mariadb" in str(tx.fetchone("SELECT VERSION()")[0]).lower()
+        monkeypatch.setattr(pymysql.connections.Connection, "query", counted_query)
+        monkeypatch.setattr(pymysql.connections.Connection, "next_result", counted_next)
+        theirs.append(Message.user("theirs"))
+        requests.clear()
+        answers[0] = 0
+        ours.append(Message.user("locks at once"))
+        assert len(requests) == 1 and "FOR UPDATE" in requests[0]
+        assert answers[0] == (2 if mariadb else 7)  # the head it found, and the end
+        ours.append(Message.user("finds its own head"))  # locking still, and so learns
+        requests.clear()
+        answers[0] = 0
+        ours.append(Message.user("after its own head"))
+        assert len(requests) == 1 and "FOR UPDATE" not in requests[0]
+        assert answers[0] == (1 if mariadb else 4)
+        if mariadb:
+            assert requests[0].startswith("BEGIN NOT ATOMIC ")
+        texts = [m.text for m in ours.history()]
+    assert texts == [
+        "first", "warm-up", "moved", "theirs", "locks at once", "finds its own head",
+        "after its own head",
+    ]  # fmt: skip
+
+
 async def test_mysql_an_append_cancelled_in_a_search_catch_up_ends_cancelled(
     mysql_url: str,
 ) -> None:

@@ -30,6 +30,8 @@ import sessionary
 from sessionary import Message
 
 _send = pymysql.connections.Connection._execute_command
+_SCRIPTS = ("SET @sx_pk", "START TRANSACTION", "BEGIN NOT ATOMIC")
+"""How an append script begins (on MariaDB, as one compound statement: `_one_statement`)."""
 _delay: float | None = None
 """Seconds from sending an append script to the kill; None while no kill is armed."""
 
@@ -38,7 +40,7 @@ def _send_then_die(self: Any, command: int, sql: str | bytes) -> None:
     """Send a command as PyMySQL does; after an armed append script, die by SIGKILL."""
     _send(self, command, sql)
     text = sql.decode("utf-8", "replace") if isinstance(sql, bytes) else sql
-    if _delay is not None and text.startswith(("SET @sx_pk", "START TRANSACTION")):
+    if _delay is not None and text.startswith(_SCRIPTS):
         deadline = time.perf_counter() + _delay
         while time.perf_counter() < deadline:  # spin: a sleep would round up to ~50 us
             pass

@@ -41,7 +41,10 @@ read `ROW_COUNT()` or anything else a result write can change: `append_sql` guar
 user variables set by its locking read, `append_after_sql` on the session row as its
 own UPDATE left it. A statement that fails stops the script before COMMIT, and the
 transaction is rolled back (by the driver, or by the server when the connection goes).
-Every other write is a transaction of single statements whose COMMIT is sent alone.
+On MariaDB the driver sends each script as one compound statement (`BEGIN NOT ATOMIC`,
+see `stores.mysql`): one answer instead of one per statement, and no result written
+while the script runs. Every other write is a transaction of single statements whose
+COMMIT is sent alone.
 
 Documents are searched the same way: `documents.search` holds the tokens of a document's
 latest text, `documents.text` the text itself for the check and the snippet. A key is
@@ -245,7 +248,8 @@ class MySQLDialect(Dialect):
         (4, "a TTL per session (retention), sliding or fixed", _V4),
     )
     appends_alone = True
-    pending_sql = "SELECT seq, n FROM search_pending ORDER BY seq LIMIT 500"
+    pending_batch = 500
+    pending_sql = f"SELECT seq, n FROM search_pending ORDER BY seq LIMIT {pending_batch}"
     index_lock = f"SELECT GET_LOCK({_lock_name('index')}, %s)"
     index_unlock = f"SELECT RELEASE_LOCK({_lock_name('index')})"
     share_lock = " LOCK IN SHARE MODE"
@@ -356,8 +360,11 @@ COMMIT"""
         INSERT carries, which must fit in `max_allowed_packet`.
         """
         if text.isascii():  # folding ASCII is lowering it, and leaves each word one word
+            found = words(text.lower())
             longest = _LONGEST - len(_TOKEN)
-            return " ".join([_TOKEN + w for w in words(text.lower()) if len(w) <= longest])
+            if not found or max(map(len, found)) <= longest:  # the usual case, joined in C
+                return _TOKEN + f" {_TOKEN}".join(found) if found else ""
+            return " ".join([_TOKEN + w for w in found if len(w) <= longest])
         return " ".join([t for t in map(_token, words(text)) if len(t) <= _LONGEST])
 
     def search_sql(

@@ -254,6 +254,9 @@ class Dialect:
     pending_sql: str | None = None
     """A query of the messages the search index has yet to take in, a batch at a time,
     or None where the index is kept in step by every write."""
+    pending_batch = 0
+    """The most rows `pending_sql` returns at a time (a batch of fewer was all there was),
+    or 0 where that is not known (the catch-up then reads until the queue is empty)."""
 
     index_lock = ""
     """A query taking the lock that catch-ups take turns under (its one parameter: the

@@ -178,9 +178,30 @@ def _fitting(
     return query, None
 
 
+def _one_statement(sql: str, version: str) -> str:
+    """A script of several statements as one compound statement, where MariaDB runs those.
+
+    MariaDB (10.1 and later) runs `BEGIN NOT ATOMIC ... END` as one statement: the server
+    answers it with one result (and any result sets its queries return) rather than one
+    per statement, which the client reads and the server writes a fraction as often
+    (about half the client's time of an append). Inside, no result is written to the
+    client, so nothing the statements do depends on the client still reading. The
+    final result counts the rows the statements changed in total, as the results of
+    the separate statements add up to. MySQL has no such statement; a script stays as
+    it is there.
+    """
+    if ";" not in sql or "mariadb" not in version.lower():
+        return sql
+    return f"BEGIN NOT ATOMIC {sql}; END"
+
+
+_TEXTS = (str, bytes, bytearray)
+"""What `_size_bound` measures (a tuple: `isinstance` takes it sooner than a union)."""
+
+
 def _size_bound(sql: str, args: Sequence[Any]) -> int:
     """At least a statement's bytes: a character takes at most 4, escaped or in UTF-8."""
-    chars = len(sql) + sum(len(a) for a in args if isinstance(a, str | bytes | bytearray))
+    chars = len(sql) + sum([len(a) for a in args if isinstance(a, _TEXTS)])
     return 1 + 4 * chars + 32 * len(args)
 
 
@@ -267,6 +288,8 @@ class AsyncMySQLDriver:
         self._closed = False
         self._packet = 0
         """The server's `max_allowed_packet`, read at `start`."""
+        self._version = ""
+        """The server's `VERSION()`, read at `start`."""
 
     async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -280,6 +303,7 @@ class AsyncMySQLDriver:
                 async with conn.cursor(_Cursor) as cursor:
                     await cursor.execute("SELECT VERSION(), @@max_allowed_packet")
                     version, self._packet = await cursor.fetchone()
+                    self._version = version
                     self._options["init_command"] = session_setup(version, self._timeout)
                     await setup(_AsyncTransaction(cursor, _unbounded, self._packet))
             except _ERRORS as exc:
@@ -328,7 +352,8 @@ class AsyncMySQLDriver:
             async with self._connection() as conn, deadline(self._timeout + GRACE):
                 try:
                     async with conn.cursor(_Cursor) as cursor:
-                        await cursor.execute(*_fitting(cursor, sql, params, self._packet))
+                        script = _one_statement(sql, self._version)
+                        await cursor.execute(*_fitting(cursor, script, params, self._packet))
                         rows: list[Row] = []
                         changed = 0
                         while True:
@@ -498,6 +523,8 @@ class MySQLDriver:
         self._started = False
         self._packet = 0
         """The server's `max_allowed_packet`, read at `start`."""
+        self._version = ""
+        """The server's `VERSION()`, read at `start`."""
 
     def start(self, setup: Callable[[_Transaction], None]) -> None:
         """Run `setup` (the migrations) on a first connection, then use the pool."""
@@ -511,6 +538,7 @@ class MySQLDriver:
                 with conn.cursor() as cursor:
                     cursor.execute("SELECT VERSION(), @@max_allowed_packet")
                     version, self._packet = cursor.fetchone()
+                    self._version = version
                     self._options["init_command"] = session_setup(version, self._timeout)
                     setup(_Transaction(cursor, self._packet))
             except _ERRORS as exc:
@@ -528,7 +556,8 @@ class MySQLDriver:
             with self._pool.connection() as conn:
                 try:
                     with conn.cursor() as cursor:
-                        cursor.execute(*_fitting(cursor, sql, params, self._packet))
+                        script = _one_statement(sql, self._version)
+                        cursor.execute(*_fitting(cursor, script, params, self._packet))
                         rows: list[Row] = []
                         changed = 0
                         while True:

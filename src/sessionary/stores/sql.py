@@ -807,7 +807,9 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments, AsyncSQLGovernance):
                     if pending:
                         for statement, params in dialect.index_pending(pending):
                             await tx.execute(statement, params)
-            if not pending:
+            # A batch short of full was the whole queue as it stood: nothing is left that
+            # was committed before this catch-up began.
+            if not pending or len(pending) < dialect.pending_batch:
                 return
 
     # ------------------------------------------------------------------ whole stores

@@ -1,0 +1,113 @@
+"""Where a MariaDB append's time goes: client and server CPU per append, beside raw PyMySQL.
+
+    python bench/probe_mysql_cpu.py [seconds per block] [rounds] [single,distinct,shared]
+
+Runs the MariaDB append cells of `bench/servers.py` (sessionary's sync API and raw PyMySQL,
+1 writer, 8 writers on distinct sessions, 8 on one shared session), interleaved, and
+prints per cell the rate, its share of raw's, the client's CPU per append (this
+process), the server's CPU per append and the server's row-lock waits per append.
+
+The server's CPU is that of the threads serving the run's own connections (MariaDB's
+`information_schema.PROCESSLIST.TID`, read from `/proc/<mariadbd>/task/<tid>/schedstat`),
+so it leaves out what other clients of the same server cost, and InnoDB's background
+threads (log writer, purge). It needs the server on this machine and the right to read
+its `/proc` entries; elsewhere that column is empty. With 2 cores shared by client and
+server, the append rate follows the sum of the two CPU columns.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.servers import _append_cells
+from bench.srv_common import SHAPES, Cell, run_block
+from bench.srv_sql import MySQL, _mysql_connect
+
+
+def _server_pid() -> str | None:
+    found = subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True, text=True).stdout
+    return found.split()[0] if found.split() else None
+
+
+def _thread_cpu(pid: str) -> dict[int, int]:
+    """Nanoseconds on CPU of each of the server's threads."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as stat:
+                out[int(tid)] = int(stat.read().split()[0])
+        except OSError:
+            continue
+    return out
+
+
+def _connection_threads(database: str) -> list[int]:
+    conn = _mysql_connect(None, True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT TID FROM information_schema.PROCESSLIST WHERE DB = %s", (database,))
+            return [int(row[0]) for row in cur.fetchall()]
+    finally:
+        conn.close()
+
+
+def probe(seconds: float, rounds: int, shapes: list[str]) -> None:
+    backend = MySQL()
+    if (problem := backend.problem()) is not None:
+        print(f"mysql: {problem}")
+        return
+    pid = _server_pid()
+    backend.setup()
+    try:
+        cells = [cell for cell in _append_cells(backend) if cell.mode in shapes]
+        server: dict[int, float] = {id(cell): 0.0 for cell in cells}
+        waits: dict[int, int] = {id(cell): 0 for cell in cells}
+        order = random.Random("mysql-cpu")
+        for _ in range(rounds):
+            for cell in order.sample(cells, len(cells)):
+                before: dict[str, Any] = backend.counters()
+                cpu0 = _thread_cpu(pid) if pid else {}
+                run_block(cell, seconds)
+                if pid:
+                    cpu1 = _thread_cpu(pid)
+                    tids = _connection_threads(backend.tag)
+                    spent = sum(cpu1[t] - cpu0.get(t, cpu1[t]) for t in tids if t in cpu1)
+                    server[id(cell)] += spent / 1e9
+                waits[id(cell)] += backend.counters()["lock waits"] - before["lock waits"]
+        for mode in shapes:
+            raw = next(c for c in cells if c.is_raw and c.mode == mode)
+            for cell in (c for c in cells if c.mode == mode):
+                _report(cell, raw, server[id(cell)] if pid else None, waits[id(cell)])
+    finally:
+        backend.close_all()
+        backend.teardown()
+
+
+def _report(cell: Cell, raw: Cell, server: float | None, waits: int) -> None:
+    count = sum(cell.counts) or 1
+    rate, base = cell.rate or 0.0, raw.rate or 1.0
+    served = f"{1e6 * server / count:5.0f}" if server is not None else "    -"
+    print(
+        f"{cell.mode:9} {cell.label:18} {rate:8,.0f}/s {100 * rate / base:4.0f}%  "
+        f"client {1e6 * sum(cell.cpus) / count:4.0f} us  server {served} us  "
+        f"lock waits {waits / count:.2f} per append  {cell.error}"
+    )
+
+
+def main() -> None:
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 1.5
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    shapes = sys.argv[3].split(",") if len(sys.argv) > 3 else [mode for _, mode in SHAPES]
+    probe(seconds, rounds, shapes)
+
+
+if __name__ == "__main__":
+    main()

@@ -419,30 +419,62 @@ HANG = 120.0
 
 async def append_time(session: sessionary.AsyncSession) -> float:
     """The median seconds a two-message append after a known head takes here."""
-    times = []
+    return (await append_pace(session))[0]
+
+
+async def append_pace(session: sessionary.AsyncSession) -> tuple[float, int]:
+    """The median seconds and event-loop turns a two-message append takes here."""
+    times, turns = [], []
     for n in range(7):
         start = time.perf_counter()
-        await session.append_all([Message.user(f"warm {n} a"), Message.user(f"warm {n} b")])
+        pair = [Message.user(f"warm {n} a"), Message.user(f"warm {n} b")]
+        turns.append(await _turns_while(session.append_all(pair)))
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(times), int(statistics.median(turns))
 
 
-async def _interrupted(call: Any, rng: random.Random, span: float) -> bool:
-    """Run an append under a random small timeout, or cancel its task; True if cut short."""
+async def _turns_while(call: Any) -> int:
+    """Await `call`; return how many times the event loop went round meanwhile."""
+    turns = 0
+
+    async def spin() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    spinner = asyncio.ensure_future(spin())
+    try:
+        await call
+    finally:
+        spinner.cancel()
+    return turns
+
+
+async def _interrupted(call: Any, rng: random.Random, span: float, turns: int) -> float | None:
+    """Run an append under a random small timeout, or cancel its task after a few turns.
+
+    A timeout is a timer, which the loop fires no sooner than its clock's resolution (a
+    millisecond with epoll), so on a fast store it rarely cuts; the cancellation counts
+    loop turns instead (up to twice an append's), so it cuts at any point of the call.
+    Returns None if the call was cut short, else the seconds it took.
+    """
+    start = time.perf_counter()
     if rng.random() < 0.5:
         try:
             await asyncio.wait_for(call, timeout=rng.uniform(0, span))
         except TimeoutError:
-            return True
-        return False
+            return None
+        return time.perf_counter() - start
     task = asyncio.ensure_future(call)
-    await asyncio.sleep(rng.uniform(0, span))
+    for _ in range(rng.randrange(2 * turns + 1)):
+        await asyncio.sleep(0)
     task.cancel()
     try:
         await task
     except asyncio.CancelledError:
-        return True
-    return False
+        return None
+    return time.perf_counter() - start
 
 
 async def cancellation_run(url: str, session_id: str, calls: int, seed: int) -> Tally:
@@ -454,7 +486,9 @@ async def cancellation_run(url: str, session_id: str, calls: int, seed: int) -> 
     manager = sessionary.AsyncSessionManager(url)
     try:
         session = await manager.get_or_create(session_id)
-        span = 3 * await append_time(session)
+        # Timeouts up to three times a recent append's time: they follow the load.
+        pace, turns = await append_pace(session)
+        taken = [pace]
         acked += [m.id for m in await session.history()]
         for n in range(calls):
             ids = [f"{session_id}x{seed}x{n}-{k}" for k in range(rng.choice(UNIT_SIZES))]
@@ -463,10 +497,12 @@ async def cancellation_run(url: str, session_id: str, calls: int, seed: int) -> 
             else:
                 call = session.append_all([message(i) for i in ids])
             tally.trials += 1
-            if await _interrupted(call, rng, span):
+            took = await _interrupted(call, rng, 3 * statistics.median(taken[-7:]), turns)
+            if took is None:
                 tally.cancelled += 1
                 units.append(ids)
             else:
+                taken.append(took)
                 acked += ids
                 tally.count_acked(ids)
     finally:

@@ -571,6 +571,36 @@ def decode_body(id: str, role: str, created_us: int, body: str, parent_id: str |
     return message
 
 
+def load_message(data: dict[str, JSON]) -> Message:
+    """Rebuild a message from the `to_dict` data a store wrote (trusted: checked on write).
+
+    `data` becomes the message's unknown fields once its known ones are taken out. Data
+    of another shape (no `parts` list, no `created_at` text, a `content` string) is
+    parsed and checked by `parse_message` instead.
+
+    Raises:
+        KeyError, TypeError, ValueError: If trusted data lacks an id or role, names an
+            unknown part type, or holds a timestamp that is not ISO 8601.
+        InvalidMessage: If data of another shape is not a valid message.
+    """
+    if type(data.get("parts")) is not list or type(data.get("created_at")) is not str:
+        return parse_message(data)
+    if "content" in data:
+        return parse_message(data)
+    moment = datetime.fromisoformat(data.pop("created_at"))
+    message = object.__new__(Message)
+    message.__dict__ = {
+        "role": data.pop("role"),
+        "parts": [_load_part(p) for p in data.pop("parts")],
+        "id": data.pop("id"),
+        "metadata": data.pop("metadata", None) or {},
+        "created_at": moment if moment.tzinfo else moment.replace(tzinfo=UTC),
+        "parent_id": data.pop("parent_id", None),
+        "extra": data,
+    }
+    return message
+
+
 _DEFERRED = frozenset({"parts", "metadata", "created_at", "extra"})
 
 

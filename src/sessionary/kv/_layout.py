@@ -35,7 +35,7 @@ from typing import Any
 
 from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge, StoreError
 from sessionary.ids import check_id
-from sessionary.model import Message, check_message, parse_message, plain_text
+from sessionary.model import Message, check_message, load_message, plain_text
 from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES, check_text
 from sessionary.window import orphan_results, pair_safe_start
 
@@ -45,10 +45,13 @@ __all__ = [
     "Listing",
     "LooseAppend",
     "Meta",
+    "Newest",
+    "NewestRead",
     "RollUp",
     "SessionKeys",
     "check_user",
     "decode_messages",
+    "decode_texts",
     "encode_messages",
     "chunk_messages",
     "history_window",
@@ -143,6 +146,35 @@ class LooseAppend:
     expires_at: float | None
     message_ids: list[str]
     texts: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class NewestRead:
+    """A history read a driver may answer on its own side (`read_newest`), in one step.
+
+    At one instant the driver reads the meta entry at `meta` and the newest `count`
+    loose entries (keys `loose` + a sequence number), and says whether older loose
+    entries exist. If none does and the meta entry is chunked and spelled as
+    `Meta.encode` spells it, it also reads up to `chunk_count` of the newest live
+    chunks (keys `chunks` + the chunk number, zero-padded to `digits`).
+    """
+
+    meta: str
+    loose: str
+    chunks: str
+    digits: int
+    count: int
+    chunk_count: int
+
+
+@dataclass(slots=True)
+class Newest:
+    """What a `NewestRead` (or a listing of the meta and loose entries) found."""
+
+    meta_text: str | None
+    loose: list[str]  # the newest loose entries' values, oldest first
+    more: bool  # whether the session has older loose entries than these
+    chunks: list[str]  # the newest chunks' values, newest first (from `next_chunk - 1`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +324,11 @@ class Listing:
                 listing.chunks[int(key[len(keys.chunks) :])] = value
         return listing
 
+    def newest(self, count: int) -> Newest:
+        """The meta entry and the newest `count` loose entries (a listing of `keys.head`)."""
+        values = [text for _, text in self.loose[-count:]]
+        return Newest(self.meta_text, values, len(self.loose) > count, [])
+
     def loose_messages(self) -> list[dict[str, Any]]:
         """The loose entries, oldest first, as JSON data."""
         try:
@@ -335,6 +372,8 @@ class Encoded:
 _dump = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 """Encode JSON compactly (one encoder: `json.dumps` with options builds one per call)."""
 _text = encode_basestring
+_load = json.JSONDecoder().decode
+"""Decode JSON (one decoder: `json.loads` checks its argument's type before decoding)."""
 
 
 def encode_messages(
@@ -381,12 +420,24 @@ def message_json(message: Message) -> str:
     )
 
 
+_CORRUPT = (InvalidInput, KeyError, TypeError, ValueError, AttributeError)
+"""What rebuilding a stored message that is not what sessionary wrote raises."""
+
+
 def decode_messages(raw: list[dict[str, Any]]) -> list[Message]:
-    """Rebuild stored messages."""
+    """Rebuild stored messages (trusted: each was checked when it was appended)."""
     try:
-        return [parse_message(data) for data in raw]
-    except InvalidInput as exc:
-        raise StoreError(f"a stored message is corrupt: {exc}") from exc
+        return [load_message(data) for data in raw]
+    except _CORRUPT as exc:
+        raise StoreError(f"a stored message is corrupt: {exc!r}") from exc
+
+
+def decode_texts(texts: list[str]) -> list[Message]:
+    """Rebuild stored messages from their JSON texts (see `decode_messages`)."""
+    try:
+        return [load_message(_load(text)) for text in texts]
+    except _CORRUPT as exc:
+        raise StoreError(f"a stored message is corrupt: {exc!r}") from exc
 
 
 def plan_append(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import InvalidInput, StoreError, StoreUnavailable
-from sessionary.kv._layout import LooseAppend, RollUp
+from sessionary.kv._layout import LooseAppend, Newest, NewestRead, RollUp
 from sessionary.kv._redis_wire import (
     AsyncLane,
     Lane,
@@ -184,6 +184,41 @@ return 1
 """
 )
 
+# A history read (see `RedisDriver.read_newest`). KEYS: the index. ARGV: the value keys'
+# prefix, the meta key, the loose entries' range (its upper bound, then its lower), how
+# many loose entries, the chunks' prefix, the digits of a chunk number, how many chunks.
+# Returns {} if there is no meta entry, else {the meta entry, whether older loose entries
+# exist, how many loose entries follow, their values (oldest first), the chunks' values
+# (newest first)}. Chunks are read only when every loose entry was.
+_NEWEST = (
+    _HEAD
+    + """
+local vp = ARGV[1]
+local meta = redis.call('GET', vp .. ARGV[2])
+if not meta then return {} end
+local n = tonumber(ARGV[5])
+local members = redis.call('ZREVRANGEBYLEX', KEYS[1], ARGV[3], ARGV[4], 'LIMIT', 0, n + 1)
+local more = #members > n and 1 or 0
+local out = {meta, more, 0}
+for i = math.min(#members, n), 1, -1 do
+  local value = redis.call('GET', vp .. members[i])
+  if value then out[#out + 1] = value end
+end
+out[3] = #out - 3
+if more == 1 then return out end
+local _, _, _, _, chunks = string.match(meta, HEAD)
+if not chunks then return out end
+local first, last = string.match(chunks, '^"first_chunk":(%d+),"next_chunk":(%d+),')
+local pad, last = '%0' .. ARGV[7] .. 'd', tonumber(last)
+for number = last - 1, math.max(tonumber(first), last - tonumber(ARGV[8])), -1 do
+  local text = redis.call('GET', vp .. ARGV[6] .. string.format(pad, number))
+  if not text then break end
+  out[#out + 1] = text
+end
+return out
+"""
+)
+
 # KEYS: index. ARGV: the range's lower and upper bounds, the value keys' prefix.
 _LIST = """
 local members = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[1], ARGV[2])
@@ -260,6 +295,15 @@ def _appended(reply: Any) -> tuple[int, bool] | None:
     if not isinstance(reply, list):
         return None
     return int(reply[0]), bool(reply[1])
+
+
+def _newest(reply: Any) -> Newest:
+    """The history read script's reply (see `_NEWEST`)."""
+    if not reply:
+        return Newest(None, [], False, [])
+    count = int(reply[2])
+    values = [_text(value) for value in reply[3:]]
+    return Newest(_text(reply[0]), values[:count], bool(reply[1]), values[count:])
 
 
 def _text(value: Any) -> str:
@@ -352,6 +396,26 @@ class _Layout:
             *(_string(text) for text in plan.texts),
         ]
 
+    def newest_args(self, plan: NewestRead) -> list[str]:
+        """The history read script's arguments (its one key is the index).
+
+        Raises:
+            InvalidInput: If a key the read names is not a valid key.
+        """
+        check_key(plan.meta)
+        check_key(plan.chunks + "0" * plan.digits)
+        low, high, _ = self.list_args(plan.loose)
+        return [
+            self.values,
+            plan.meta,
+            high,
+            low,
+            str(plan.count),
+            plan.chunks,
+            str(plan.digits),
+            str(plan.chunk_count),
+        ]
+
     def roll_args(
         self,
         roll: RollUp,
@@ -409,6 +473,7 @@ class RedisDriver:
         self._list = self._client.register_script(_LIST)
         self._append = self._client.register_script(_APPEND)
         self._roll = self._client.register_script(_ROLL)
+        self._read = self._client.register_script(_NEWEST)
         self._detour = _detour(module)
         # One node, with a pool (not a cluster client): commits may go straight down.
         self._lane = Lane(self._client) if isinstance(self._client, module.Redis) else None
@@ -471,6 +536,11 @@ class RedisDriver:
         keys, args = self._layout.roll_args(roll, expect, writes)
         return bool(self._script(self._roll, keys, args))
 
+    def read_newest(self, plan: NewestRead) -> Newest | None:
+        """Read the newest entries of a session in one script; see `AsyncKVDriver.read_newest`."""
+        args = self._layout.newest_args(plan)
+        return _newest(self._script(self._read, [self._layout.index], args))
+
     def close(self) -> None:
         """Give back the connections the driver kept; close the client if it made it."""
         with _mapped_errors():
@@ -499,6 +569,7 @@ class _AsyncClientDriver:
         self._list = self._client.register_script(_LIST)
         self._append = self._client.register_script(_APPEND)
         self._roll = self._client.register_script(_ROLL)
+        self._read = self._client.register_script(_NEWEST)
         self._detour = _detour(module)
         self._lane = (
             AsyncLane(self._client) if isinstance(self._client, module.asyncio.Redis) else None
@@ -563,6 +634,11 @@ class _AsyncClientDriver:
         """Commit a roll-up over concurrent appends; see `AsyncKVDriver.roll_up_commit`."""
         keys, args = self._layout.roll_args(roll, expect, writes)
         return bool(await self._script(self._roll, keys, args))
+
+    async def read_newest(self, plan: NewestRead) -> Newest | None:
+        """Read the newest entries of a session in one script; see `AsyncKVDriver.read_newest`."""
+        args = self._layout.newest_args(plan)
+        return _newest(await self._script(self._read, [self._layout.index], args))
 
     async def close(self) -> None:
         """Give back the connections the driver kept; close the client if it made it."""
@@ -637,6 +713,11 @@ class AsyncRedisDriver:
     ) -> bool | None:
         """Commit a roll-up over concurrent appends; see `AsyncKVDriver.roll_up_commit`."""
         return bool(await self._home.run("roll_up_commit", roll, expect, writes))
+
+    async def read_newest(self, plan: NewestRead) -> Newest | None:
+        """Read the newest entries of a session in one script; see `AsyncKVDriver.read_newest`."""
+        found: Newest | None = await self._home.run("read_newest", plan)
+        return found
 
     async def close(self) -> None:
         """Close the client (if the driver made it) and stop its loop; idempotent."""

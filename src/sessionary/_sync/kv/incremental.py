@@ -5,10 +5,11 @@
 Each append writes one loose entry per message (and its id record) and replaces the
 session's meta entry; every `snapshot_frequency` appends the loose entries are rolled
 into one new append-only chunk, and `max_messages` trims the oldest chunks. A read of
-the newest `limit` messages is one prefix listing of `1 + loose` entries (meta and the
-loose ones, at most about `snapshot_frequency`) plus one `get` per chunk it still needs,
-newest first; a full read is one listing. `sessionary.kv._layout` describes the keys and
-`sessionary.kv._chunks` the roll-up.
+the newest `limit` messages reads the meta entry and the newest `limit` loose entries at
+one instant, then one `get` per chunk it still needs, newest first; a driver that can
+(`read_newest`: the Redis driver, in one Lua script) reads the newest chunks in the same
+step, and any other lists the meta and loose entries. A full read is one listing.
+`sessionary.kv._layout` describes the keys and `sessionary.kv._chunks` the roll-up.
 
 Cross-process safety comes from optimistic concurrency, not from locks. A writer reads
 the meta entry, plans its writes, and hands them to the driver's `commit` together with
@@ -74,11 +75,14 @@ from sessionary.kv._layout import (
     Listing,
     LooseAppend,
     Meta,
+    Newest,
+    NewestRead,
     RollUp,
     SessionKeys,
     check_user,
     chunk_messages,
     decode_messages,
+    decode_texts,
     encode_messages,
     history_window,
     plan_append,
@@ -395,20 +399,53 @@ class IncrementalSessionManager:
     def _newest(self, keys: SessionKeys, limit: int) -> list[Message] | None:
         """The newest messages, enough for a window of `limit`; None if a trim raced us.
 
-        The meta entry and the loose entries come from one listing; then chunks, newest
-        first, until the window cannot change. Chunks never change once written, so the
-        only race is a trim deleting one: its absence makes the caller read again.
+        The meta entry and the newest loose entries (with the newest chunks, when every
+        loose entry is among them) come from one read at one instant; if the window needs
+        older loose entries, the read is made again, wider. Then chunks, newest first,
+        until the window cannot change. Chunks never change once written, so the only
+        race is a trim deleting one: its absence makes the caller read again.
         """
-        listing = Listing.parse(keys, self.driver.list_prefix(keys.head))
-        meta = Meta.decode(listing.meta_text)
-        if meta is None:
-            return []
-        if meta.layout != CHUNKED:
-            return self._whole(keys)
-        messages = decode_messages(listing.loose_messages())
+        count = limit
+        while True:
+            found = self._read_newest(keys, count, limit)
+            meta = Meta.decode(found.meta_text)
+            if meta is None:
+                return []
+            if meta.layout != CHUNKED:
+                return self._whole(keys)
+            messages = decode_texts(found.loose)
+            if not (found.more and wants_older(messages, limit)):
+                return self._older(keys, meta, messages, found.chunks, limit)
+            count *= 4
+
+    def _read_newest(self, keys: SessionKeys, count: int, limit: int) -> Newest:
+        """The meta entry and the newest `count` loose entries, by the driver if it can."""
+        read = getattr(self.driver, "read_newest", None)
+        if read is not None:
+            plan = NewestRead(
+                meta=keys.meta,
+                loose=keys.loose,
+                chunks=keys.chunks,
+                digits=SEQ_DIGITS,
+                count=count,
+                chunk_count=-(-limit // self.snapshot_frequency),
+            )
+            found: Newest | None = read(plan)
+            if found is not None:
+                return found
+        return Listing.parse(keys, self.driver.list_prefix(keys.head)).newest(count)
+
+    def _older(
+        self, keys: SessionKeys, meta: Meta, messages: list[Message], read: list[str], limit: int
+    ) -> list[Message] | None:
+        """`messages` (every loose entry) after the chunks a window of `limit` needs.
+
+        `read` are the newest chunks, already read with `meta`; others are read now.
+        """
         number = meta.next_chunk - 1
         while number >= meta.first_chunk and wants_older(messages, limit):
-            text = self.driver.get(keys.chunk(number))
+            offset = meta.next_chunk - 1 - number
+            text = read[offset] if offset < len(read) else self.driver.get(keys.chunk(number))
             if text is None:
                 return None
             skip = meta.skip if number == meta.first_chunk else 0

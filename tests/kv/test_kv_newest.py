@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _kv_helpers import CountingDriver
+from _kv_helpers import CountingDriver, spied_calls
 from test_kv_incremental import texts, tool_turn, users
 
 from sessionary import Message, StoreError, ToolCallPart
@@ -34,20 +33,6 @@ def fan_out(n: int, calls: int) -> list[Message]:
     results = [Message.tool(f"c{n}.{i}", i, id=f"r{n}.{i}") for i in range(calls)]
     asked = [Message.user(f"q{n}", id=f"q{n}"), Message.assistant(tool_calls=parts, id=f"a{n}")]
     return asked + results
-
-
-def spied(driver: Any, names: tuple[str, ...]) -> dict[str, int]:
-    """Count the calls the manager makes to some of the driver's methods."""
-    calls = dict.fromkeys(names, 0)
-    for name in names:
-        inner = getattr(driver, name)
-
-        def spy(*args: Any, _name: str = name, _inner: Callable[..., Any] = inner) -> Any:
-            calls[_name] += 1
-            return _inner(*args)
-
-        setattr(driver, name, spy)
-    return calls
 
 
 @pytest.mark.parametrize("frequency", [1, 3, 4, NEVER])
@@ -78,7 +63,7 @@ def test_redis_reads_a_window_in_one_script(driver: Any, kind: str) -> None:
     manager = IncrementalSessionManager(driver, snapshot_frequency=25)
     manager.append_messages("s", [Message.user(f"m{i}") for i in range(1000)])
     manager.append_messages("s", [Message.user(f"n{i}") for i in range(7)])
-    calls = spied(driver, ("read_newest", "get", "list_prefix"))
+    calls = spied_calls(driver, ("read_newest", "get", "list_prefix"))
     expected = [f"m{i}" for i in range(987, 1000)] + [f"n{i}" for i in range(7)]
     assert texts(manager.get_history("s", 20)) == expected
     assert calls == {"read_newest": 1, "get": 0, "list_prefix": 0}
@@ -95,7 +80,7 @@ def test_redis_reads_no_loose_entry_a_window_does_not_need(driver: Any, kind: st
         f"m{i}" for i in range(2995, 3000)
     ]
     assert (found.more, found.chunks) == (True, [])
-    calls = spied(driver, ("read_newest", "get", "list_prefix"))
+    calls = spied_calls(driver, ("read_newest", "get", "list_prefix"))
     assert texts(manager.get_history("s", 5)) == [f"m{i}" for i in range(2995, 3000)]
     assert calls == {"read_newest": 1, "get": 0, "list_prefix": 0}
 

@@ -132,8 +132,12 @@ class LooseAppend:
     layout, it skips each message whose id record (`ids` + id) exists, writes the others
     as loose entries (`loose` + the sequence number, zero-padded to `digits`) with their
     id records, and rewrites the meta entry's counters, times (`updated_at`,
-    `expires_at`) and nothing else. If `since_snapshot` reaches `frequency`, the writer
-    that takes the short-lived `lock` is the one to roll up.
+    `expires_at`) and nothing else. If `since_snapshot` reaches `frequency` and `chunks`
+    is given (no trim can be due), the driver rolls the loose entries up in the same step:
+    it writes them as new chunks of at most `frequency` (keys `chunks` + the chunk number,
+    zero-padded to `digits`), deletes them and advances the meta entry's `next_chunk`, as
+    `sessionary.kv._chunks.plan_roll_up` would. Otherwise the writer that takes the
+    short-lived `lock` is the one to roll up.
     """
 
     meta: str
@@ -142,6 +146,7 @@ class LooseAppend:
     lock: str
     digits: int
     frequency: int
+    chunks: str | None
     updated_at: float
     expires_at: float | None
     message_ids: list[str]

@@ -149,6 +149,7 @@ class AsyncScopedDriver:
             loose=self.prefix + plan.loose,
             ids=self.prefix + plan.ids,
             lock=self._key(plan.lock),
+            chunks=None if plan.chunks is None else self.prefix + plan.chunks,
         )
         result: tuple[int, bool] | None = await inner(scoped)
         return result

@@ -262,6 +262,7 @@ class AsyncIncrementalSessionManager:
             lock=keys.lock,
             digits=SEQ_DIGITS,
             frequency=self.snapshot_frequency,
+            chunks=keys.chunks if self.max_messages is None else None,
             updated_at=now,
             expires_at=None if self.ttl is None else now + self.ttl,
             message_ids=[item.id for item in batch],

@@ -105,14 +105,54 @@ local function head(version, seq, since, count, chunks)
 end
 """
 
+# A roll-up made by the append script (see `LooseAppend`): every loose entry (member
+# prefix `member`, values under `vp`) goes into new chunks of at most `frequency`
+# (keys `chunks` .. number), numbered from `number`. Returns the number after the last.
+_FOLD = """
+local function fold(vp, member, chunks, pad, frequency, number)
+  local found = redis.call('ZRANGEBYLEX', KEYS[1], '[' .. member, '(' .. member .. '\\255')
+  local members, values, keys = {}, {}, {}
+  for _, name in ipairs(found) do
+    local value = redis.call('GET', vp .. name)
+    if value then
+      members[#members + 1] = name
+      keys[#keys + 1] = vp .. name
+      values[#values + 1] = value
+    end
+  end
+  local sets, made = {}, {}
+  for i = 1, #values, frequency do
+    local chunk = chunks .. string.format(pad, number)
+    local last = math.min(i + frequency - 1, #values)
+    sets[#sets + 1] = vp .. chunk
+    sets[#sets + 1] = '[' .. table.concat(values, ',', i, last) .. ']'
+    made[#made + 1] = 0
+    made[#made + 1] = chunk
+    number = number + 1
+  end
+  for i = 1, #sets, 1000 do redis.call('MSET', unpack(sets, i, math.min(i + 999, #sets))) end
+  for i = 1, #made, 1000 do
+    redis.call('ZADD', KEYS[1], unpack(made, i, math.min(i + 999, #made)))
+  end
+  for i = 1, #keys, 1000 do
+    local last = math.min(i + 999, #keys)
+    redis.call('DEL', unpack(keys, i, last))
+    redis.call('ZREM', KEYS[1], unpack(members, i, last))
+  end
+  return number
+end
+"""
+
 # An append decided on the server (see `RedisDriver.append_loose`). KEYS: the index.
 # ARGV: the value keys' prefix, the meta key, the loose entries' prefix, the id records'
 # prefix, the roll-up lock, the digits of a sequence number, the roll-up frequency, the
-# time now, the expiry time (or 'null'), the number of messages, their ids, their texts.
+# time now, the expiry time (or 'null'), the chunks' prefix (or '' to leave a due
+# roll-up to a client), the number of messages, their ids, their texts.
 # Returns -1 to leave the append to the client (no session, an expired one, an old
 # layout), else {messages added, whether this writer is to roll up}.
 _APPEND = (
     _HEAD
+    + _FOLD
     + """
 local vp = ARGV[1]
 local meta = redis.call('GET', vp .. ARGV[2])
@@ -122,16 +162,16 @@ if not version then return -1 end
 local expires, tail = string.match(rest, '^"updated_at":[^,]+,"expires_at":([^,]+),(.*)$')
 if not expires then return -1 end
 if expires ~= 'null' and tonumber(expires) <= tonumber(ARGV[8]) then return -1 end
-local n, cut, pad = tonumber(ARGV[10]), #vp + 1, '%0' .. ARGV[6] .. 'd'
+local n, cut, pad = tonumber(ARGV[11]), #vp + 1, '%0' .. ARGV[6] .. 'd'
 local added, sets, members = 0, {}, {}
 seq = tonumber(seq)
 for i = 1, n do
-  local id = vp .. ARGV[4] .. ARGV[10 + i]
+  local id = vp .. ARGV[4] .. ARGV[11 + i]
   if redis.call('EXISTS', id) == 0 then
     local number = string.format('%d', seq + added)
     local loose = vp .. ARGV[3] .. string.format(pad, seq + added)
     sets[#sets + 1] = loose
-    sets[#sets + 1] = ARGV[10 + n + i]
+    sets[#sets + 1] = ARGV[11 + n + i]
     sets[#sets + 1] = id
     sets[#sets + 1] = number
     members[#members + 1] = 0
@@ -147,11 +187,18 @@ for i = 1, #members, 1000 do
   redis.call('ZADD', KEYS[1], unpack(members, i, math.min(i + 999, #members)))
 end
 since = tonumber(since) + added
+local frequency = tonumber(ARGV[7])
+local folds = since >= frequency and ARGV[10] ~= ''
+if folds then
+  local first, last, skip = string.match(chunks, '^"first_chunk":(%d+),"next_chunk":(%d+),(.*)$')
+  last = fold(vp, ARGV[3], ARGV[10], pad, frequency, tonumber(last))
+  since, chunks = 0, '"first_chunk":' .. first .. ',"next_chunk":' .. last .. ',' .. skip
+end
 redis.call('SET', vp .. ARGV[2], head(tonumber(version) + 1, seq + added, since,
   tonumber(count) + added, chunks) .. '"updated_at":' .. ARGV[8] .. ',"expires_at":' .. ARGV[9]
   .. ',' .. tail)
+if folds then return {added, 0} end
 local elected = 0
-local frequency = tonumber(ARGV[7])
 -- One writer claims the roll-up; if it died holding the claim (kept 10 s at most), any
 -- writer that finds a second round of loose entries rolls up too.
 if since >= 2 * frequency then
@@ -380,6 +427,8 @@ class _Layout:
         widest = plan.loose + "0" * plan.digits
         for key in (plan.meta, plan.lock, widest, *(plan.ids + i for i in plan.message_ids)):
             check_key(key)
+        if plan.chunks is not None:
+            check_key(plan.chunks + "0" * plan.digits)
         expires = "null" if plan.expires_at is None else repr(plan.expires_at)
         return [
             self.values,
@@ -391,6 +440,7 @@ class _Layout:
             str(plan.frequency),
             repr(plan.updated_at),
             expires,
+            plan.chunks or "",
             str(len(plan.message_ids)),
             *plan.message_ids,
             *(_string(text) for text in plan.texts),

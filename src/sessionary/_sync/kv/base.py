@@ -147,6 +147,7 @@ class ScopedDriver:
             loose=self.prefix + plan.loose,
             ids=self.prefix + plan.ids,
             lock=self._key(plan.lock),
+            chunks=None if plan.chunks is None else self.prefix + plan.chunks,
         )
         result: tuple[int, bool] | None = inner(scoped)
         return result

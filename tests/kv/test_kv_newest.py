@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from _kv_helpers import CountingDriver, spied_calls
 from test_kv_incremental import texts, tool_turn, users
 
-from sessionary import Message, StoreError, ToolCallPart
+from sessionary import (
+    DataPart,
+    FilePart,
+    Message,
+    ReasoningPart,
+    StoreError,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from sessionary.kv import (
     AsyncIncrementalSessionManager,
     AsyncScopedDriver,
@@ -17,7 +27,8 @@ from sessionary.kv import (
     MemoryDriver,
     ScopedDriver,
 )
-from sessionary.kv._layout import Newest, NewestRead, SessionKeys, history_window
+from sessionary.kv._layout import Newest, NewestRead, SessionKeys, history_window, message_json
+from sessionary.model import load_message, parse_message
 
 NEVER = 10**9  # a snapshot_frequency no test reaches: nothing is rolled up
 
@@ -76,7 +87,7 @@ def test_redis_reads_no_loose_entry_a_window_does_not_need(driver: Any, kind: st
     for start in range(0, 3000, 1000):
         manager.append_messages("s", [Message.user(f"m{i}") for i in range(start, start + 1000)])
     found = driver.read_newest(read_plan(5, 1))
-    assert [json.loads(text)["parts"][0]["text"] for text in found.loose] == [
+    assert [m["parts"][0]["text"] for m in json.loads(found.loose)] == [
         f"m{i}" for i in range(2995, 3000)
     ]
     assert (found.more, found.chunks) == (True, [])
@@ -93,7 +104,7 @@ def test_redis_reads_the_newest_chunks_only_with_every_loose_entry(driver: Any, 
     manager.append_message("s", Message.user("i", id="i"))  # loose
     found = driver.read_newest(read_plan(3, 2))
     assert found.meta_text == driver.get("sessions:s:meta")
-    assert [json.loads(text)["id"] for text in found.loose] == ["i"]
+    assert [m["id"] for m in json.loads(found.loose)] == ["i"]
     assert found.more is False
     assert [[m["id"] for m in json.loads(text)] for text in found.chunks] == [
         ["g", "h"],
@@ -108,8 +119,8 @@ def test_redis_reads_the_newest_chunks_only_with_every_loose_entry(driver: Any, 
     manager.append_message("s", Message.user("j", id="j"))  # rolls up: [ij]
     manager.append_message("s", Message.user("k", id="k"))
     found = driver.read_newest(read_plan(0, 2))
-    assert (found.loose, found.more, found.chunks) == ([], True, [])
-    assert driver.read_newest(read_plan(2, 2, session="nobody")) == Newest(None, [], False, [])
+    assert (found.loose, found.more, found.chunks) == ("[]", True, [])
+    assert driver.read_newest(read_plan(2, 2, session="nobody")) == Newest(None, "[]", False, [])
 
 
 def test_a_trimmed_session_reads_from_its_first_live_chunk(driver: Any) -> None:
@@ -176,3 +187,33 @@ def test_a_corrupt_stored_message_is_a_store_error(driver: Any, stored: str) -> 
     for limit in (1, None):
         with pytest.raises(StoreError, match="corrupt"):
             manager.get_history("s", limit)
+
+
+def stored_shapes() -> list[Message]:
+    """Messages of every shape a store writes: each part type, extras, metadata, parents."""
+    call = ToolCallPart(id="c1", name="look", arguments={"q": [1, None]}, extra={"x": 1})
+    return [
+        Message.user("plain", id="m1"),
+        Message.user("child", id="m2", parent_id="m1", metadata={"k": {"n": [1]}}),
+        Message("assistant", [ReasoningPart("hm", signature="s"), call], id="m3"),
+        Message("tool", [ToolResultPart("c1", None, is_error=True, name="look")], id="m4"),
+        Message("tool", [ToolResultPart("c1", {"ok": 1}), DataPart({"d": 2})], id="m5"),
+        Message("user", [FilePart("image/png", url="https://x/y.png"), TextPart("t")], id="m6"),
+        Message("system", [TextPart("s", extra={"cache": "on"})], id="m7", extra={"v": 2}),
+        Message("assistant", [FilePart("text/plain", data="aGk=", filename="a.txt")], id="m8"),
+    ]
+
+
+@pytest.mark.parametrize("message", stored_shapes(), ids=lambda m: m.id)
+def test_a_stored_message_loads_as_it_parses(message: Message) -> None:
+    text = message_json(message)
+    loaded = load_message(json.loads(text))
+    assert loaded == parse_message(json.loads(text)) == message
+    assert loaded.parent_id == message.parent_id
+    assert message_json(loaded) == text
+    naive = json.loads(text)
+    naive["created_at"] = "2026-01-02T03:04:05"
+    assert load_message(naive).created_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert load_message({**json.loads(text), "content": "x"}) == parse_message(
+        {**json.loads(text), "content": "x"}
+    )

@@ -50,8 +50,8 @@ __all__ = [
     "RollUp",
     "SessionKeys",
     "check_user",
+    "chunk_of",
     "decode_messages",
-    "decode_texts",
     "encode_messages",
     "chunk_messages",
     "history_window",
@@ -177,7 +177,7 @@ class Newest:
     """What a `NewestRead` (or a listing of the meta and loose entries) found."""
 
     meta_text: str | None
-    loose: list[str]  # the newest loose entries' values, oldest first
+    loose: str  # the newest loose entries' messages, oldest first, as one JSON array
     more: bool  # whether the session has older loose entries than these
     chunks: list[str]  # the newest chunks' values, newest first (from `next_chunk - 1`)
 
@@ -331,8 +331,7 @@ class Listing:
 
     def newest(self, count: int) -> Newest:
         """The meta entry and the newest `count` loose entries (a listing of `keys.head`)."""
-        values = [text for _, text in self.loose[-count:]]
-        return Newest(self.meta_text, values, len(self.loose) > count, [])
+        return Newest(self.meta_text, chunk_of(self.loose[-count:]), len(self.loose) > count, [])
 
     def loose_messages(self) -> list[dict[str, Any]]:
         """The loose entries, oldest first, as JSON data."""
@@ -353,6 +352,11 @@ class Listing:
                     raise StoreError(f"chunk {number} of a session is missing")
                 rolled += chunk_messages(text, meta.skip if number == meta.first_chunk else 0)
         return [*rolled, *self.loose_messages()]
+
+
+def chunk_of(loose: list[tuple[str, str]]) -> str:
+    """The JSON array of the loose entries' messages, built without decoding them."""
+    return "[" + ",".join(text for _, text in loose) + "]"
 
 
 def chunk_messages(text: str, skip: int = 0) -> list[dict[str, Any]]:
@@ -437,14 +441,6 @@ def decode_messages(raw: list[dict[str, Any]]) -> list[Message]:
         raise StoreError(f"a stored message is corrupt: {exc!r}") from exc
 
 
-def decode_texts(texts: list[str]) -> list[Message]:
-    """Rebuild stored messages from their JSON texts (see `decode_messages`)."""
-    try:
-        return [load_message(_load(text)) for text in texts]
-    except _CORRUPT as exc:
-        raise StoreError(f"a stored message is corrupt: {exc!r}") from exc
-
-
 def plan_append(
     keys: SessionKeys, meta: Meta, batch: list[Encoded], ttl: float | None
 ) -> tuple[Meta, dict[str, str | None], list[tuple[str, str]]]:
@@ -468,9 +464,12 @@ def history_window(messages: list[Message], limit: int | None) -> list[Message]:
     The window widens backwards to take in the call of any result in it. A result whose
     call is not stored at all (a `max_messages` trim dropped it) is left out instead.
     """
-    start = 0 if limit is None else pair_safe_start(messages, len(messages) - limit)
+    start = 0 if limit is None else max(0, len(messages) - limit)
+    if start > 0:
+        start = pair_safe_start(messages, start)
     window = messages[start:]
-    orphans = orphan_results(window)
+    # `pair_safe_start` stops past 0 only where the window holds every call it needs.
+    orphans = orphan_results(window) if start == 0 else set()
     while window and window[0].role == "tool" and orphans:
         if not {r.call_id for r in window[0].tool_results} <= orphans:
             break

@@ -235,7 +235,7 @@ return 1
 # prefix, the meta key, the loose entries' range (its upper bound, then its lower), how
 # many loose entries, the chunks' prefix, the digits of a chunk number, how many chunks.
 # Returns {} if there is no meta entry, else {the meta entry, whether older loose entries
-# exist, how many loose entries follow, their values (oldest first), the chunks' values
+# exist, the loose entries' values (oldest first) as one JSON array, the chunks' values
 # (newest first)}. Chunks are read only when every loose entry was.
 _NEWEST = (
     _HEAD
@@ -246,12 +246,12 @@ if not meta then return {} end
 local n = tonumber(ARGV[5])
 local members = redis.call('ZREVRANGEBYLEX', KEYS[1], ARGV[3], ARGV[4], 'LIMIT', 0, n + 1)
 local more = #members > n and 1 or 0
-local out = {meta, more, 0}
+local values = {}
 for i = math.min(#members, n), 1, -1 do
   local value = redis.call('GET', vp .. members[i])
-  if value then out[#out + 1] = value end
+  if value then values[#values + 1] = value end
 end
-out[3] = #out - 3
+local out = {meta, more, '[' .. table.concat(values, ',') .. ']'}
 if more == 1 then return out end
 local _, _, _, _, chunks = string.match(meta, HEAD)
 if not chunks then return out end
@@ -347,10 +347,9 @@ def _appended(reply: Any) -> tuple[int, bool] | None:
 def _newest(reply: Any) -> Newest:
     """The history read script's reply (see `_NEWEST`)."""
     if not reply:
-        return Newest(None, [], False, [])
-    count = int(reply[2])
-    values = [_text(value) for value in reply[3:]]
-    return Newest(_text(reply[0]), values[:count], bool(reply[1]), values[count:])
+        return Newest(None, "[]", False, [])
+    chunks = [_text(value) for value in reply[3:]]
+    return Newest(_text(reply[0]), _text(reply[2]), bool(reply[1]), chunks)
 
 
 def _text(value: Any) -> str:

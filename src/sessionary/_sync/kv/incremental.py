@@ -60,7 +60,6 @@ from sessionary.ids import check_id
 from sessionary.kv._backoff import Backoff
 from sessionary.kv._chunks import (
     TrimWalk,
-    chunk_of,
     plan_append_rolled,
     plan_migration,
     plan_roll_up,
@@ -81,8 +80,8 @@ from sessionary.kv._layout import (
     SessionKeys,
     check_user,
     chunk_messages,
+    chunk_of,
     decode_messages,
-    decode_texts,
     encode_messages,
     history_window,
     plan_append,
@@ -414,9 +413,11 @@ class IncrementalSessionManager:
                 return []
             if meta.layout != CHUNKED:
                 return self._whole(keys)
-            messages = decode_texts(found.loose)
-            if not (found.more and wants_older(messages, limit)):
-                return self._older(keys, meta, messages, found.chunks, limit)
+            if not found.more:
+                return self._older(keys, meta, found, limit)
+            messages = decode_messages(chunk_messages(found.loose))
+            if not wants_older(messages, limit):
+                return messages
             count *= 4
 
     def _read_newest(self, keys: SessionKeys, count: int, limit: int) -> Newest:
@@ -437,21 +438,32 @@ class IncrementalSessionManager:
         return Listing.parse(keys, self.driver.list_prefix(keys.head)).newest(count)
 
     def _older(
-        self, keys: SessionKeys, meta: Meta, messages: list[Message], read: list[str], limit: int
+        self, keys: SessionKeys, meta: Meta, found: Newest, limit: int
     ) -> list[Message] | None:
-        """`messages` (every loose entry) after the chunks a window of `limit` needs.
+        """Every loose entry (`found`), then chunks newest first, as a window needs them.
 
-        `read` are the newest chunks, already read with `meta`; others are read now.
+        Messages are decoded only once the window needs them. `found.chunks` were read
+        with `meta`; older chunks are read now.
         """
+        messages: list[Message] = []
+        pending = chunk_messages(found.loose)  # read, not decoded yet; oldest first
         number = meta.next_chunk - 1
-        while number >= meta.first_chunk and wants_older(messages, limit):
-            offset = meta.next_chunk - 1 - number
-            text = read[offset] if offset < len(read) else self.driver.get(keys.chunk(number))
-            if text is None:
-                return None
-            skip = meta.skip if number == meta.first_chunk else 0
-            messages[:0] = decode_messages(chunk_messages(text, skip))
-            number -= 1
+        while wants_older(messages, limit):
+            if not pending:
+                if number < meta.first_chunk:
+                    break
+                offset = meta.next_chunk - 1 - number
+                stored = found.chunks[offset] if offset < len(found.chunks) else None
+                text = stored or self.driver.get(keys.chunk(number))
+                if text is None:
+                    return None
+                pending = chunk_messages(text, meta.skip if number == meta.first_chunk else 0)
+                number -= 1
+                continue
+            wanted = limit - len(messages)
+            take = wanted if wanted > 0 else len(pending)
+            messages[:0] = decode_messages(pending[-take:])
+            del pending[-take:]
         return messages
 
     def update_state(self, session_id: str, patch: dict[str, Any]) -> dict[str, Any]:

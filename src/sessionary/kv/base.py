@@ -14,8 +14,11 @@ manager), and `roll_up_commit(roll, expect, writes)` commits a roll-up that comm
 such appends (see `RollUp`). A third, `read_newest(plan)`, reads the newest entries of a
 session (its meta entry, its newest loose entries and chunks: see `NewestRead`) at one
 instant, so that a history read costs what it returns and not the number of loose
-entries; without it, the manager lists the meta and loose entries. The Redis driver has
-all three, as Lua scripts.
+entries; without it, the manager lists the meta and loose entries. A fourth,
+`get_many(keys)`, reads several values at one instant; the manager uses it to read a
+session whose meta entry it guesses (the one it last saw) with no script at all, and
+checks the guess against the meta entry read. The Redis driver has all four (the first
+three as Lua scripts, the last as `MGET`).
 """
 
 from __future__ import annotations
@@ -153,6 +156,14 @@ class AsyncScopedDriver:
         )
         result: tuple[int, bool] | None = await inner(scoped)
         return result
+
+    async def get_many(self, keys: list[str]) -> list[str | None] | None:
+        """Forward a read of several values; None if the driver underneath has none."""
+        inner = getattr(self._driver, "get_many", None)
+        if inner is None:
+            return None
+        values: list[str | None] = await inner([self._key(key) for key in keys])
+        return values
 
     async def read_newest(self, plan: NewestRead) -> Newest | None:
         """Forward a driver-side history read; None if the driver underneath has none."""

@@ -410,7 +410,7 @@ class AsyncIncrementalSessionManager:
         count = limit
         while True:
             found = await self._read_newest(keys, count, limit)
-            meta = Meta.decode(found.meta_text)
+            meta = self._read_meta_of(keys, found.meta_text)
             if meta is None:
                 return []
             if meta.layout != CHUNKED:
@@ -424,6 +424,10 @@ class AsyncIncrementalSessionManager:
 
     async def _read_newest(self, keys: SessionKeys, count: int, limit: int) -> Newest:
         """The meta entry and the newest `count` loose entries, by the driver if it can."""
+        chunk_count = -(-limit // self.snapshot_frequency)
+        guessed = await self._read_guessed(keys, count, chunk_count)
+        if guessed is not None:
+            return guessed
         read = getattr(self.driver, "read_newest", None)
         if read is not None:
             plan = NewestRead(
@@ -432,12 +436,57 @@ class AsyncIncrementalSessionManager:
                 chunks=keys.chunks,
                 digits=SEQ_DIGITS,
                 count=count,
-                chunk_count=-(-limit // self.snapshot_frequency),
+                chunk_count=chunk_count,
             )
             found: Newest | None = await read(plan)
             if found is not None:
                 return found
         return Listing.parse(keys, await self.driver.list_prefix(keys.head)).newest(count)
+
+    async def _read_guessed(self, keys: SessionKeys, count: int, chunk_count: int) -> Newest | None:
+        """The newest entries, read by the keys the remembered meta entry names.
+
+        One `get_many`, no script: the meta entry, the newest `count` loose entries (the
+        sequence numbers from `next_seq - since_snapshot` on are the loose ones) and the
+        newest chunks. Only a meta entry that still holds what was remembered makes the
+        rest a read of that state; one more key, the entry before the first loose one,
+        must be absent (rolled up). None if the driver has no `get_many`, nothing is
+        remembered, or the guess was wrong.
+        """
+        get_many = getattr(self.driver, "get_many", None)
+        known = self._known.get(keys.session_id)
+        if get_many is None or known is None:
+            return None
+        meta = known.meta
+        loose = min(count, meta.since_snapshot)
+        start = meta.next_seq - loose
+        more = meta.since_snapshot > count
+        guard = [keys.message(start - 1)] if not more and start > 0 else []
+        wanted = [keys.meta, *guard, *(keys.message(seq) for seq in range(start, meta.next_seq))]
+        if not more:
+            stop = max(meta.first_chunk, meta.next_chunk - chunk_count) - 1
+            wanted += [keys.chunk(number) for number in range(meta.next_chunk - 1, stop, -1)]
+        values: list[str | None] | None = await get_many(wanted)
+        if values is None or values[0] != known.text or (guard and values[1] is not None):
+            return None
+        read = values[1 + len(guard) :]
+        if None in read:
+            return None
+        texts = cast(list[str], read)
+        return Newest(known.text, "[" + ",".join(texts[:loose]) + "]", more, texts[loose:])
+
+    def _read_meta_of(self, keys: SessionKeys, text: str | None) -> Meta | None:
+        """Decode a meta entry a read found (None: absent or expired); remember it.
+
+        A driver with `get_many` then reads the session by it next time (`_read_guessed`).
+        """
+        known = self._known.get(keys.session_id)
+        if known is not None and known.text == text:
+            return None if known.meta.expired() else known.meta
+        meta = Meta.decode(text)
+        if meta is not None and getattr(self.driver, "get_many", None) is not None:
+            self._remember(keys, text, meta)
+        return meta
 
     async def _older(
         self, keys: SessionKeys, meta: Meta, found: Newest, limit: int

@@ -28,6 +28,7 @@ from sessionary.kv._layout import LooseAppend, Newest, NewestRead, RollUp
 from sessionary.kv._redis_wire import (
     AsyncLane,
     Lane,
+    command,
     evalsha_command,
     make_client,
     packed,
@@ -235,8 +236,9 @@ return 1
 # prefix, the meta key, the loose entries' range (its upper bound, then its lower), how
 # many loose entries, the chunks' prefix, the digits of a chunk number, how many chunks.
 # Returns {} if there is no meta entry, else {the meta entry, whether older loose entries
-# exist, the loose entries' values (oldest first) as one JSON array, the chunks' values
-# (newest first)}. Chunks are read only when every loose entry was.
+# exist, the loose entries' values (oldest first), the chunks' values (newest first)}.
+# Chunks are read only when every loose entry was. (Joining the values here would cost
+# the server more than the client: Lua's string building is slow.)
 _NEWEST = (
     _HEAD
     + """
@@ -251,7 +253,7 @@ for i = math.min(#members, n), 1, -1 do
   local value = redis.call('GET', vp .. members[i])
   if value then values[#values + 1] = value end
 end
-local out = {meta, more, '[' .. table.concat(values, ',') .. ']'}
+local out = {meta, more, values}
 if more == 1 then return out end
 local _, _, _, _, chunks = string.match(meta, HEAD)
 if not chunks then return out end
@@ -348,8 +350,13 @@ def _newest(reply: Any) -> Newest:
     """The history read script's reply (see `_NEWEST`)."""
     if not reply:
         return Newest(None, "[]", False, [])
+    loose = "[" + ",".join(_text(value) for value in reply[2]) + "]"
     chunks = [_text(value) for value in reply[3:]]
-    return Newest(_text(reply[0]), _text(reply[2]), bool(reply[1]), chunks)
+    return Newest(_text(reply[0]), loose, bool(reply[1]), chunks)
+
+
+def _values(reply: Any) -> list[str | None]:
+    return [None if value is None else _text(value) for value in reply]
 
 
 def _text(value: Any) -> str:
@@ -550,6 +557,17 @@ class RedisDriver:
         args = self._layout.list_args(prefix)
         return self._layout.pairs(self._script(self._list, [self._layout.index], args))
 
+    def get_many(self, keys: list[str]) -> list[str | None]:
+        """Return the values stored under `keys` (None: absent), read at one instant."""
+        names = [self._layout.key(key) for key in keys]
+        with _mapped_errors():
+            if self._lane is not None:
+                try:
+                    return _values(self._lane.send(command(["MGET", *names])))
+                except self._detour:  # a lost connection: the ordinary way
+                    pass
+            return _values(self._client.mget(names))
+
     def _script(self, script: Any, keys: list[str], args: list[str]) -> Any:
         """Run a registered script, straight down a kept connection if there is one."""
         with _mapped_errors():
@@ -648,6 +666,17 @@ class _AsyncClientDriver:
         args = self._layout.list_args(prefix)
         return self._layout.pairs(await self._script(self._list, [self._layout.index], args))
 
+    async def get_many(self, keys: list[str]) -> list[str | None]:
+        """Return the values stored under `keys` (None: absent), read at one instant."""
+        names = [self._layout.key(key) for key in keys]
+        with _mapped_errors():
+            if self._lane is not None:
+                try:
+                    return _values(await self._lane.send(command(["MGET", *names])))
+                except self._detour:  # a lost connection: the ordinary way
+                    pass
+            return _values(await self._client.mget(names))
+
     async def _script(self, script: Any, keys: list[str], args: list[str]) -> Any:
         """Run a registered script, straight down a kept connection if there is one."""
         with _mapped_errors():
@@ -745,6 +774,11 @@ class AsyncRedisDriver:
         """Return every entry whose key starts with `prefix`, in key order."""
         entries: list[tuple[str, str]] = await self._home.run("list_prefix", prefix)
         return entries
+
+    async def get_many(self, keys: list[str]) -> list[str | None]:
+        """Return the values stored under `keys` (None: absent), read at one instant."""
+        values: list[str | None] = await self._home.run("get_many", keys)
+        return values
 
     async def commit(
         self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]

@@ -14,6 +14,7 @@ from test_kv_incremental import texts, tool_turn, users
 from sessionary import (
     DataPart,
     FilePart,
+    InvalidInput,
     Message,
     ReasoningPart,
     StoreError,
@@ -278,3 +279,17 @@ def test_a_remembered_session_that_expires_reads_empty(driver: Any, kind: str) -
     assert texts(manager.get_history("s", 2)) == list("cd")
     time.sleep(0.4)
     assert manager.get_history("s", 2) == []
+
+
+def test_redis_reads_several_values_at_one_instant(driver: Any, kind: str) -> None:
+    redis_only(kind)
+    driver.put("a", "1")
+    driver.put("c", "3")
+    assert driver.get_many(["c", "b", "a", "c"]) == ["3", None, "1", "3"]
+    scoped = ScopedDriver(driver, "acme")
+    scoped.put("a", "x")
+    assert scoped.get_many(["a", "c"]) == ["x", None]
+    assert ScopedDriver(MemoryDriver(), "acme").get_many(["a"]) is None
+    for bad in ["", "\ud800", 3]:
+        with pytest.raises(InvalidInput):
+            driver.get_many(["a", bad])

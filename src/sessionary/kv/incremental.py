@@ -462,7 +462,9 @@ class AsyncIncrementalSessionManager:
         start = meta.next_seq - loose
         more = meta.since_snapshot > count
         guard = [keys.message(start - 1)] if not more and start > 0 else []
-        wanted = [keys.meta, *guard, *(keys.message(seq) for seq in range(start, meta.next_seq))]
+        loose_prefix = keys.loose
+        wanted = [keys.meta, *guard]
+        wanted += [f"{loose_prefix}{seq:0{SEQ_DIGITS}d}" for seq in range(start, meta.next_seq)]
         if not more:
             stop = max(meta.first_chunk, meta.next_chunk - chunk_count) - 1
             wanted += [keys.chunk(number) for number in range(meta.next_chunk - 1, stop, -1)]

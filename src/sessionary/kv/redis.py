@@ -424,6 +424,24 @@ class _Layout:
                 check_value(text)  # names the lone surrogate
             raise
 
+    def mget_command(self, keys: list[str]) -> tuple[list[str], list[bytes]]:
+        """The Redis keys of `keys`, and their packed `MGET`.
+
+        Raises:
+            InvalidInput: If a key is not a valid key.
+        """
+        values = self.values
+        for key in keys:
+            if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
+                check_key(key)  # raises
+        names = [values + key for key in keys]
+        try:
+            return names, command(["MGET", *names])
+        except UnicodeEncodeError:
+            for key in keys:
+                check_key(key)  # names the lone surrogate
+            raise
+
     def append_args(self, plan: LooseAppend) -> list[str]:
         """The append script's arguments (its one key is the index).
 
@@ -559,11 +577,11 @@ class RedisDriver:
 
     def get_many(self, keys: list[str]) -> list[str | None]:
         """Return the values stored under `keys` (None: absent), read at one instant."""
-        names = [self._layout.key(key) for key in keys]
+        names, packed_command = self._layout.mget_command(keys)
         with _mapped_errors():
             if self._lane is not None:
                 try:
-                    return _values(self._lane.send(command(["MGET", *names])))
+                    return _values(self._lane.send(packed_command))
                 except self._detour:  # a lost connection: the ordinary way
                     pass
             return _values(self._client.mget(names))
@@ -668,11 +686,11 @@ class _AsyncClientDriver:
 
     async def get_many(self, keys: list[str]) -> list[str | None]:
         """Return the values stored under `keys` (None: absent), read at one instant."""
-        names = [self._layout.key(key) for key in keys]
+        names, packed_command = self._layout.mget_command(keys)
         with _mapped_errors():
             if self._lane is not None:
                 try:
-                    return _values(await self._lane.send(command(["MGET", *names])))
+                    return _values(await self._lane.send(packed_command))
                 except self._detour:  # a lost connection: the ordinary way
                     pass
             return _values(await self._client.mget(names))

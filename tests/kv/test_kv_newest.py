@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +30,14 @@ from sessionary.kv import (
     MemoryDriver,
     ScopedDriver,
 )
-from sessionary.kv._layout import Newest, NewestRead, SessionKeys, history_window, message_json
+from sessionary.kv._layout import (
+    Meta,
+    Newest,
+    NewestRead,
+    SessionKeys,
+    history_window,
+    message_json,
+)
 from sessionary.model import load_message, parse_message
 
 NEVER = 10**9  # a snapshot_frequency no test reaches: nothing is rolled up
@@ -263,8 +271,9 @@ def test_a_guess_never_hides_a_loose_entry_it_does_not_name(driver: Any, kind: s
     # An entry the meta entry does not count (it never is, but a guess must not hide it).
     keys = SessionKeys("s")
     stray = driver.get(keys.message(0))
-    meta = json.loads(driver.get(keys.meta))
-    driver.put(keys.meta, json.dumps({**meta, "since_snapshot": 2}))
+    meta = Meta.decode(driver.get(keys.meta))
+    assert meta is not None
+    driver.put(keys.meta, replace(meta, since_snapshot=2).encode())
     manager.get_history("s", 5)  # remembers the changed meta entry
     calls = spied_calls(driver, ("read_newest", "get_many"))
     assert texts(manager.get_history("s", 5)) == list("abc")
@@ -293,3 +302,15 @@ def test_redis_reads_several_values_at_one_instant(driver: Any, kind: str) -> No
     for bad in ["", "\ud800", 3]:
         with pytest.raises(InvalidInput):
             driver.get_many(["a", bad])
+
+
+def test_a_remembered_entry_torn_by_another_thread_is_no_guess(driver: Any, kind: str) -> None:
+    redis_only(kind)
+    manager = IncrementalSessionManager(driver, snapshot_frequency=3)
+    manager.append_messages("s", users(*"abcd"))
+    assert texts(manager.get_history("s", 2)) == list("cd")
+    known = manager._known["s"]  # as a reader sees it between `wrote`'s two stores
+    known.meta = replace(known.meta, version=known.meta.version - 1, since_snapshot=0)
+    calls = spied_calls(driver, ("read_newest", "get_many"))
+    assert texts(manager.get_history("s", 2)) == list("cd")
+    assert calls == {"read_newest": 1, "get_many": 0}

@@ -103,6 +103,17 @@ class _Known:
     loose: list[tuple[str, str]] | None  # every loose entry, oldest first; None: unknown
     size: int = 0  # the characters of the loose entries
 
+    def seen(self) -> tuple[str, Meta] | None:
+        """The meta entry as text and decoded, if they belong to one write.
+
+        `wrote` replaces the two one after the other, and another thread may be reading
+        between; every write gives the entry a new version, which the text spells first.
+        """
+        text, meta = self.text, self.meta
+        if not text.startswith(f'{{"layout":{CHUNKED},"version":{meta.version},'):
+            return None
+        return text, meta
+
     def wrote(self, text: str, meta: Meta, fresh: list[tuple[str, str]] | None) -> None:
         """Learn a commit's meta entry and its new loose entries (None: a roll-up)."""
         self.text, self.meta = text, meta
@@ -455,9 +466,10 @@ class AsyncIncrementalSessionManager:
         """
         get_many = getattr(self.driver, "get_many", None)
         known = self._known.get(keys.session_id)
-        if get_many is None or known is None:
+        seen = None if known is None else known.seen()
+        if get_many is None or seen is None:
             return None
-        meta = known.meta
+        text, meta = seen
         loose = min(count, meta.since_snapshot)
         start = meta.next_seq - loose
         more = meta.since_snapshot > count
@@ -469,13 +481,13 @@ class AsyncIncrementalSessionManager:
             stop = max(meta.first_chunk, meta.next_chunk - chunk_count) - 1
             wanted += [keys.chunk(number) for number in range(meta.next_chunk - 1, stop, -1)]
         values: list[str | None] | None = await get_many(wanted)
-        if values is None or values[0] != known.text or (guard and values[1] is not None):
+        if values is None or values[0] != text or (guard and values[1] is not None):
             return None
         read = values[1 + len(guard) :]
         if None in read:
             return None
         texts = cast(list[str], read)
-        return Newest(known.text, "[" + ",".join(texts[:loose]) + "]", more, texts[loose:])
+        return Newest(text, "[" + ",".join(texts[:loose]) + "]", more, texts[loose:])
 
     def _read_meta_of(self, keys: SessionKeys, text: str | None) -> Meta | None:
         """Decode a meta entry a read found (None: absent or expired); remember it.
@@ -483,8 +495,9 @@ class AsyncIncrementalSessionManager:
         A driver with `get_many` then reads the session by it next time (`_read_guessed`).
         """
         known = self._known.get(keys.session_id)
-        if known is not None and known.text == text:
-            return None if known.meta.expired() else known.meta
+        seen = None if known is None else known.seen()
+        if seen is not None and seen[0] == text:
+            return None if seen[1].expired() else seen[1]
         meta = Meta.decode(text)
         if meta is not None and getattr(self.driver, "get_many", None) is not None:
             self._remember(keys, text, meta)

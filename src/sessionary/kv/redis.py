@@ -46,14 +46,32 @@ __all__ = ["DEFAULT_URL", "AsyncRedisDriver", "RedisDriver"]
 
 DEFAULT_URL = "redis://localhost:6379/0"
 
+# The writes of a script, in as few calls as Lua can pass arguments to, a thousand at a
+# time: MSET `sets` (key, value, ...), ZADD `members` (0, member, ...) to the index
+# (KEYS[1]), DEL `dels` and ZREM their members `gone`.
+_WRITE = """
+local function write(sets, members, dels, gone)
+  for i = 1, #sets, 1000 do redis.call('MSET', unpack(sets, i, math.min(i + 999, #sets))) end
+  for i = 1, #members, 1000 do
+    redis.call('ZADD', KEYS[1], unpack(members, i, math.min(i + 999, #members)))
+  end
+  for i = 1, #dels, 1000 do
+    local last = math.min(i + 999, #dels)
+    redis.call('DEL', unpack(dels, i, last))
+    redis.call('ZREM', KEYS[1], unpack(gone, i, last))
+  end
+end
+"""
+
 # KEYS: the index, then each key the commit names once. ARGV: two letters per key (what
 # it must hold: '-' anything, '0' nothing, '1' the next value; what to do: '-' nothing,
 # 'd' delete, 's' store the next value), the length of the value keys' prefix (a key
 # minus it is its index member), then the expected values, then the values to store,
-# each in key order. Every check comes first;
-# then the writes go in as few calls as Lua can pass arguments to (MSET, ZADD for the
-# keys that may be new, DEL and ZREM), a thousand at a time.
-_APPLY = """
+# each in key order. Every check comes first; then the writes (see `_WRITE`: ZADD for
+# the keys that may be new).
+_APPLY = (
+    _WRITE
+    + """
 local function apply(ops, cut, a)
   local n = #KEYS
   for i = 2, n do
@@ -81,18 +99,11 @@ local function apply(ops, cut, a)
       gone[#gone + 1] = string.sub(KEYS[i], cut)
     end
   end
-  for i = 1, #sets, 1000 do redis.call('MSET', unpack(sets, i, math.min(i + 999, #sets))) end
-  for i = 1, #members, 1000 do
-    redis.call('ZADD', KEYS[1], unpack(members, i, math.min(i + 999, #members)))
-  end
-  for i = 1, #dels, 1000 do
-    local last = math.min(i + 999, #dels)
-    redis.call('DEL', unpack(dels, i, last))
-    redis.call('ZREM', KEYS[1], unpack(gone, i, last))
-  end
+  write(sets, members, dels, gone)
   return 1
 end
 """
+)
 _COMMIT = _APPLY + "return apply(ARGV[1], tonumber(ARGV[2]) + 1, 3)\n"
 
 # The leading counters of a meta entry in the chunked layout, as `Meta.encode` writes
@@ -109,7 +120,9 @@ end
 # A roll-up made by the append script (see `LooseAppend`): every loose entry (member
 # prefix `member`, values under `vp`) goes into new chunks of at most `frequency`
 # (keys `chunks` .. number), numbered from `number`. Returns the number after the last.
-_FOLD = """
+_FOLD = (
+    _WRITE
+    + """
 local function fold(vp, member, chunks, pad, frequency, number)
   local found = redis.call('ZRANGEBYLEX', KEYS[1], '[' .. member, '(' .. member .. '\\255')
   local members, values, keys = {}, {}, {}
@@ -131,18 +144,11 @@ local function fold(vp, member, chunks, pad, frequency, number)
     made[#made + 1] = chunk
     number = number + 1
   end
-  for i = 1, #sets, 1000 do redis.call('MSET', unpack(sets, i, math.min(i + 999, #sets))) end
-  for i = 1, #made, 1000 do
-    redis.call('ZADD', KEYS[1], unpack(made, i, math.min(i + 999, #made)))
-  end
-  for i = 1, #keys, 1000 do
-    local last = math.min(i + 999, #keys)
-    redis.call('DEL', unpack(keys, i, last))
-    redis.call('ZREM', KEYS[1], unpack(members, i, last))
-  end
+  write(sets, made, keys, members)
   return number
 end
 """
+)
 
 # An append decided on the server (see `RedisDriver.append_loose`). KEYS: the index.
 # ARGV: the value keys' prefix, the meta key, the loose entries' prefix, the id records'

@@ -6,7 +6,10 @@ into one new append-only chunk, and `max_messages` trims the oldest chunks. A re
 the newest `limit` messages reads the meta entry and the newest `limit` loose entries at
 one instant, then one `get` per chunk it still needs, newest first; a driver that can
 (`read_newest`: the Redis driver, in one Lua script) reads the newest chunks in the same
-step, and any other lists the meta and loose entries. A full read is one listing.
+step, and any other lists the meta and loose entries. Once the manager has seen the
+session's meta entry, a driver with `get_many` (Redis: `MGET`) reads all of that by
+the keys the entry names, with no script, and the meta entry read back says whether
+the guess held. A full read is one listing.
 `sessionary.kv._layout` describes the keys and `sessionary.kv._chunks` the roll-up.
 
 Cross-process safety comes from optimistic concurrency, not from locks. A writer reads

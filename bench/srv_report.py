@@ -194,11 +194,12 @@ def _notes(plan: Plan, shortest: int, longest: int, threads_note: str) -> Iterat
         "script that checks the head, stores the entry and every `snapshot_frequency` "
         "messages rolls the loose entries into a new chunk; `roll-ups off` is the URL's "
         "`snapshot_frequency=0`. `IncrementalSessionManager(RedisDriver(url, namespace=…))`, "
-        "one per writer: an append is one Lua script that allocates the sequence numbers "
-        "and writes the loose entries and the meta counters, and every "
-        "`snapshot_frequency` messages the writer that made it due lists the loose entries "
-        "and rolls them into a new chunk with a second script; `roll-ups off` is "
-        f"`snapshot_frequency={NO_ROLLUPS:,}`. Raw: one `RPUSH` of the JSON body per message."
+        "one per writer: an append is one Lua script that allocates the sequence numbers, "
+        "writes the loose entries and the meta counters and, every `snapshot_frequency` "
+        "messages, rolls the loose entries into a new chunk; `get_history` reads the meta "
+        "entry, the newest loose entries and the newest chunk with one `MGET` (one Lua "
+        "script when the manager has not seen the session's meta entry yet); `roll-ups off` "
+        f"is `snapshot_frequency={NO_ROLLUPS:,}`. Raw: one `RPUSH` of the JSON body per message."
     )
     yield (
         f"- Reads: a separate session per library is built to {plan.depth:,} messages in "

@@ -571,6 +571,50 @@ def decode_body(id: str, role: str, created_us: int, body: str, parent_id: str |
     return message
 
 
+def load_message(data: dict[str, JSON]) -> Message:
+    """Rebuild a message from the `to_dict` data a store wrote (trusted: checked on write).
+
+    `data` becomes the message's unknown fields once its known ones are taken out. Data
+    of another shape (no `parts` list, no `created_at` text, a `content` string) is
+    parsed and checked by `parse_message` instead.
+
+    Raises:
+        KeyError, TypeError, ValueError: If trusted data lacks an id or role, names an
+            unknown part type, or holds a timestamp that is not ISO 8601.
+        InvalidMessage: If data of another shape is not a valid message.
+    """
+    parts, created = data.get("parts"), data.get("created_at")
+    if type(parts) is not list or type(created) is not str or "content" in data:
+        return parse_message(data)
+    moment = datetime.fromisoformat(created)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    parts = [_load_part(p) for p in parts]
+    message = object.__new__(Message)
+    if data.keys() <= _STORED and "role" in data and "id" in data:
+        # The usual case: the data becomes the message's fields, as in `_load_part`.
+        data["parts"], data["created_at"], data["extra"] = parts, moment, {}
+        data.setdefault("parent_id", None)
+        if not data.setdefault("metadata", {}):
+            data["metadata"] = {}
+        message.__dict__ = data
+        return message
+    message.__dict__ = {
+        "role": data.pop("role"),
+        "parts": parts,
+        "id": data.pop("id"),
+        "metadata": data.pop("metadata", None) or {},
+        "created_at": moment,
+        "parent_id": data.pop("parent_id", None),
+        "extra": {k: v for k, v in data.items() if k not in ("parts", "created_at")},
+    }
+    return message
+
+
+_STORED = frozenset({"id", "role", "parts", "metadata", "created_at", "parent_id"})
+"""The fields `Message.to_dict` writes (and only those, for a message without extras)."""
+
+
 _DEFERRED = frozenset({"parts", "metadata", "created_at", "extra"})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sessionary.kv import (
@@ -69,6 +69,20 @@ def open_async_driver(kind: str, where: str) -> Any:
     if kind == "redis":
         return AsyncRedisDriver(REDIS_URL, namespace=where)
     raise AssertionError(kind)
+
+
+def spied_calls(driver: Any, names: tuple[str, ...]) -> dict[str, int]:
+    """Count the calls made from now on to some of a driver's methods."""
+    calls = dict.fromkeys(names, 0)
+    for name in names:
+        inner = getattr(driver, name)
+
+        def spy(*args: Any, _name: str = name, _inner: Callable[..., Any] = inner) -> Any:
+            calls[_name] += 1
+            return _inner(*args)
+
+        setattr(driver, name, spy)
+    return calls
 
 
 class CountingDriver:

@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from _kv_helpers import CountingDriver
+from _kv_helpers import CountingDriver, spied_calls
 from test_kv_incremental import snapshot, texts, tool_turn, users
 
 from sessionary import Message
-from sessionary.kv import IncrementalSessionManager, MemoryDriver
+from sessionary.kv import IncrementalSessionManager, MemoryDriver, ScopedDriver
 from sessionary.kv._layout import SessionKeys
 
 
@@ -142,9 +142,13 @@ class CrashingDriver:
 
 
 def test_a_crash_between_chunk_and_meta_shows_readers_no_half_roll_up(driver: Any) -> None:
-    manager = IncrementalSessionManager(driver, snapshot_frequency=3)
+    # A trim (here never reached) keeps the roll-up in the client on every driver: with
+    # nothing to trim, the Redis append script rolls up itself, with no "between".
+    manager = IncrementalSessionManager(driver, snapshot_frequency=3, max_messages=100)
     manager.append_messages("s", users(*"abc"))  # chunk 0
-    crashing = IncrementalSessionManager(CrashingDriver(driver), snapshot_frequency=3)
+    crashing = IncrementalSessionManager(
+        CrashingDriver(driver), snapshot_frequency=3, max_messages=100
+    )
     crashing.append_messages("s", users("d", "e"))
     with pytest.raises(SystemExit):
         crashing.append_message("s", Message.user("f", id="f"))  # appended; roll-up dies
@@ -263,3 +267,45 @@ def batch_problems(found: list[str], whole: bool) -> list[str]:
             problems.append(f"writer {w} starts at {b}.{i}: {found}")
         last[w] = (b, i)
     return problems
+
+
+def stored_chunks(driver: Any, session: str = "s") -> list[str]:
+    """The ids of each stored chunk's messages, joined."""
+    entries = driver.list_prefix(f"sessions:{session}:chunk:")
+    return ["".join(m["id"] for m in json.loads(text)) for _, text in entries]
+
+
+def test_a_due_roll_up_leaves_the_same_chunks_on_every_driver(driver: Any) -> None:
+    reference = MemoryDriver()
+    for where in (driver, reference):
+        manager = IncrementalSessionManager(where, snapshot_frequency=3, ttl=3600)
+        manager.append_messages("s", users(*"ab"))
+        manager.append_messages("s", users(*"cdefgh"))  # rolls [abc] [def] [gh]
+        for name in "ijkl":  # rolls [ijk] when k comes
+            manager.append_message("s", Message.user(name, id=name))
+    assert stored_chunks(driver) == stored_chunks(reference) == ["abc", "def", "gh", "ijk"]
+    assert [key for key, _ in driver.list_prefix("sessions:s:msg:")] == [
+        SessionKeys("s").message(11)
+    ]
+    meta = json.loads(driver.get("sessions:s:meta"))
+    expected = json.loads(reference.get("sessions:s:meta"))
+    for field in ("layout", "next_seq", "since_snapshot", "count", "first_chunk", "next_chunk"):
+        assert meta[field] == expected[field], field
+    assert meta["expires_at"] > meta["updated_at"]
+    manager = IncrementalSessionManager(driver, snapshot_frequency=3)
+    assert texts(manager.get_history("s")) == list("abcdefghijkl")
+    assert texts(manager.get_history("s", 2)) == list("kl")
+
+
+def test_redis_rolls_a_due_roll_up_into_the_append(driver: Any, kind: str) -> None:
+    if kind != "redis":
+        pytest.skip("only the Redis driver appends on its side")
+    manager = IncrementalSessionManager(ScopedDriver(driver, "acme"), snapshot_frequency=3)
+    calls = spied_calls(driver, ("append_loose", "roll_up_commit", "commit", "list_prefix"))
+    manager.append_messages("s", users(*"ab"))  # creates the session: a commit
+    for name in "cdefg":
+        manager.append_message("s", Message.user(name, id=name))
+    assert calls == {"append_loose": 6, "roll_up_commit": 0, "commit": 1, "list_prefix": 0}
+    chunks = driver.list_prefix(ScopedDriver(driver, "acme").prefix + "sessions:s:chunk:")
+    assert ["".join(m["id"] for m in json.loads(text)) for _, text in chunks] == ["abc", "def"]
+    assert texts(manager.get_history("s")) == list("abcdefg")

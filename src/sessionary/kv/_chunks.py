@@ -24,13 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sessionary.kv._layout import CHUNKED, Encoded, Meta, SessionKeys
+from sessionary.kv._layout import CHUNKED, Encoded, Meta, SessionKeys, chunk_of
 from sessionary.model import Message
 from sessionary.window import orphan_results, pair_safe_start
 
 __all__ = [
     "TrimWalk",
-    "chunk_of",
     "plan_append_rolled",
     "plan_migration",
     "plan_roll_up",
@@ -53,11 +52,6 @@ def plan_migration(
     if snapshot is None:
         return moved, {}
     return replace(moved, next_chunk=1), {keys.chunk(0): snapshot, keys.snapshot: None}
-
-
-def chunk_of(loose: list[tuple[str, str]]) -> str:
-    """The JSON array of the loose entries' messages, built without decoding them."""
-    return "[" + ",".join(text for _, text in loose) + "]"
 
 
 def split(items: list[Any], size: int) -> list[list[Any]]:
@@ -196,5 +190,7 @@ def wants_older(messages: list[Message], limit: int | None) -> bool:
     """Whether a history window of `limit` over `messages` could change with older ones."""
     if limit is None or len(messages) < limit:
         return True
-    start = pair_safe_start(messages, len(messages) - limit)
-    return bool(orphan_results(messages[start:]))
+    # `pair_safe_start` stops past 0 only where the window holds every call it needs.
+    if len(messages) > limit and pair_safe_start(messages, len(messages) - limit) > 0:
+        return False
+    return bool(orphan_results(messages))

@@ -35,7 +35,7 @@ from typing import Any
 
 from sessionary.errors import InvalidInput, InvalidMessage, PayloadTooLarge, StoreError
 from sessionary.ids import check_id
-from sessionary.model import Message, check_message, parse_message, plain_text
+from sessionary.model import Message, check_message, load_message, plain_text
 from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES, check_text
 from sessionary.window import orphan_results, pair_safe_start
 
@@ -45,9 +45,12 @@ __all__ = [
     "Listing",
     "LooseAppend",
     "Meta",
+    "Newest",
+    "NewestRead",
     "RollUp",
     "SessionKeys",
     "check_user",
+    "chunk_of",
     "decode_messages",
     "encode_messages",
     "chunk_messages",
@@ -129,8 +132,12 @@ class LooseAppend:
     layout, it skips each message whose id record (`ids` + id) exists, writes the others
     as loose entries (`loose` + the sequence number, zero-padded to `digits`) with their
     id records, and rewrites the meta entry's counters, times (`updated_at`,
-    `expires_at`) and nothing else. If `since_snapshot` reaches `frequency`, the writer
-    that takes the short-lived `lock` is the one to roll up.
+    `expires_at`) and nothing else. If `since_snapshot` reaches `frequency` and `chunks`
+    is given (no trim can be due), the driver rolls the loose entries up in the same step:
+    it writes them as new chunks of at most `frequency` (keys `chunks` + the chunk number,
+    zero-padded to `digits`), deletes them and advances the meta entry's `next_chunk`, as
+    `sessionary.kv._chunks.plan_roll_up` would. Otherwise the writer that takes the
+    short-lived `lock` is the one to roll up.
     """
 
     meta: str
@@ -139,10 +146,40 @@ class LooseAppend:
     lock: str
     digits: int
     frequency: int
+    chunks: str | None
     updated_at: float
     expires_at: float | None
     message_ids: list[str]
     texts: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class NewestRead:
+    """A history read a driver may answer on its own side (`read_newest`), in one step.
+
+    At one instant the driver reads the meta entry at `meta` and the newest `count`
+    loose entries (keys `loose` + a sequence number), and says whether older loose
+    entries exist. If none does and the meta entry is chunked and spelled as
+    `Meta.encode` spells it, it also reads up to `chunk_count` of the newest live
+    chunks (keys `chunks` + the chunk number, zero-padded to `digits`).
+    """
+
+    meta: str
+    loose: str
+    chunks: str
+    digits: int
+    count: int
+    chunk_count: int
+
+
+@dataclass(slots=True)
+class Newest:
+    """What a `NewestRead` (or a listing of the meta and loose entries) found."""
+
+    meta_text: str | None
+    loose: str  # the newest loose entries' messages, oldest first, as one JSON array
+    more: bool  # whether the session has older loose entries than these
+    chunks: list[str]  # the newest chunks' values, newest first (from `next_chunk - 1`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +329,10 @@ class Listing:
                 listing.chunks[int(key[len(keys.chunks) :])] = value
         return listing
 
+    def newest(self, count: int) -> Newest:
+        """The meta entry and the newest `count` loose entries (a listing of `keys.head`)."""
+        return Newest(self.meta_text, chunk_of(self.loose[-count:]), len(self.loose) > count, [])
+
     def loose_messages(self) -> list[dict[str, Any]]:
         """The loose entries, oldest first, as JSON data."""
         try:
@@ -311,6 +352,11 @@ class Listing:
                     raise StoreError(f"chunk {number} of a session is missing")
                 rolled += chunk_messages(text, meta.skip if number == meta.first_chunk else 0)
         return [*rolled, *self.loose_messages()]
+
+
+def chunk_of(loose: list[tuple[str, str]]) -> str:
+    """The JSON array of the loose entries' messages, built without decoding them."""
+    return "[" + ",".join(text for _, text in loose) + "]"
 
 
 def chunk_messages(text: str, skip: int = 0) -> list[dict[str, Any]]:
@@ -335,6 +381,8 @@ class Encoded:
 _dump = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 """Encode JSON compactly (one encoder: `json.dumps` with options builds one per call)."""
 _text = encode_basestring
+_load = json.JSONDecoder().decode
+"""Decode JSON (one decoder: `json.loads` checks its argument's type before decoding)."""
 
 
 def encode_messages(
@@ -381,12 +429,16 @@ def message_json(message: Message) -> str:
     )
 
 
+_CORRUPT = (InvalidInput, KeyError, TypeError, ValueError, AttributeError)
+"""What rebuilding a stored message that is not what sessionary wrote raises."""
+
+
 def decode_messages(raw: list[dict[str, Any]]) -> list[Message]:
-    """Rebuild stored messages."""
+    """Rebuild stored messages (trusted: each was checked when it was appended)."""
     try:
-        return [parse_message(data) for data in raw]
-    except InvalidInput as exc:
-        raise StoreError(f"a stored message is corrupt: {exc}") from exc
+        return [load_message(data) for data in raw]
+    except _CORRUPT as exc:
+        raise StoreError(f"a stored message is corrupt: {exc!r}") from exc
 
 
 def plan_append(
@@ -412,9 +464,12 @@ def history_window(messages: list[Message], limit: int | None) -> list[Message]:
     The window widens backwards to take in the call of any result in it. A result whose
     call is not stored at all (a `max_messages` trim dropped it) is left out instead.
     """
-    start = 0 if limit is None else pair_safe_start(messages, len(messages) - limit)
+    start = 0 if limit is None else max(0, len(messages) - limit)
+    if start > 0:
+        start = pair_safe_start(messages, start)
     window = messages[start:]
-    orphans = orphan_results(window)
+    # `pair_safe_start` stops past 0 only where the window holds every call it needs.
+    orphans = orphan_results(window) if start == 0 else set()
     while window and window[0].role == "tool" and orphans:
         if not {r.call_id for r in window[0].tool_results} <= orphans:
             break

@@ -22,7 +22,15 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["AsyncLane", "Lane", "evalsha_command", "make_client", "packed", "unreachable"]
+__all__ = [
+    "AsyncLane",
+    "Lane",
+    "command",
+    "evalsha_command",
+    "make_client",
+    "packed",
+    "unreachable",
+]
 
 
 def unreachable(exc: Exception) -> bool:
@@ -79,6 +87,11 @@ def packed(parts: Sequence[str]) -> bytes:
         data = part.encode()
         out.append(b"$%d\r\n%b\r\n" % (len(data), data))
     return b"".join(out)
+
+
+def command(parts: Sequence[str]) -> list[bytes]:
+    """The RESP form of a command (its name, then its arguments), in one piece."""
+    return [b"*%d\r\n%b" % (len(parts), packed(parts))]
 
 
 def evalsha_command(sha: str, keys: bytes, count: int, args: Sequence[str]) -> list[bytes]:

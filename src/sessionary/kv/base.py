@@ -11,7 +11,14 @@ A driver may also offer two optional methods that let many writers share one ses
 without compare-and-set retries: `append_loose(plan)` decides an append on its side in
 one step (see `sessionary.kv._layout.LooseAppend`; None leaves the append to the
 manager), and `roll_up_commit(roll, expect, writes)` commits a roll-up that commutes with
-such appends (see `RollUp`). The Redis driver has both, as Lua scripts.
+such appends (see `RollUp`). A third, `read_newest(plan)`, reads the newest entries of a
+session (its meta entry, its newest loose entries and chunks: see `NewestRead`) at one
+instant, so that a history read costs what it returns and not the number of loose
+entries; without it, the manager lists the meta and loose entries. A fourth,
+`get_many(keys)`, reads several values at one instant; the manager uses it to read a
+session whose meta entry it guesses (the one it last saw) with no script at all, and
+checks the guess against the meta entry read. The Redis driver has all four (the first
+three as Lua scripts, the last as `MGET`).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Protocol
 
-from sessionary.kv._layout import LooseAppend, RollUp
+from sessionary.kv._layout import LooseAppend, Newest, NewestRead, RollUp
 from sessionary.kv.keys import check_key, tenant_prefix
 
 __all__ = ["AsyncKVDriver", "AsyncScopedDriver"]
@@ -145,9 +152,32 @@ class AsyncScopedDriver:
             loose=self.prefix + plan.loose,
             ids=self.prefix + plan.ids,
             lock=self._key(plan.lock),
+            chunks=None if plan.chunks is None else self.prefix + plan.chunks,
         )
         result: tuple[int, bool] | None = await inner(scoped)
         return result
+
+    async def get_many(self, keys: list[str]) -> list[str | None] | None:
+        """Forward a read of several values; None if the driver underneath has none."""
+        inner = getattr(self._driver, "get_many", None)
+        if inner is None:
+            return None
+        values: list[str | None] = await inner([self._key(key) for key in keys])
+        return values
+
+    async def read_newest(self, plan: NewestRead) -> Newest | None:
+        """Forward a driver-side history read; None if the driver underneath has none."""
+        inner = getattr(self._driver, "read_newest", None)
+        if inner is None:
+            return None
+        scoped = replace(
+            plan,
+            meta=self._key(plan.meta),
+            loose=self.prefix + plan.loose,
+            chunks=self.prefix + plan.chunks,
+        )
+        found: Newest | None = await inner(scoped)
+        return found
 
     async def roll_up_commit(
         self, roll: RollUp, expect: Mapping[str, str | None], writes: Mapping[str, str | None]

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from sessionary._optional import require
 from sessionary.errors import InvalidInput, StoreError, StoreUnavailable
-from sessionary.kv._layout import LooseAppend, RollUp
+from sessionary.kv._layout import LooseAppend, Newest, NewestRead, RollUp
 from sessionary.kv._redis_wire import (
     AsyncLane,
     Lane,
+    command,
     evalsha_command,
     make_client,
     packed,
@@ -45,14 +46,32 @@ __all__ = ["DEFAULT_URL", "AsyncRedisDriver", "RedisDriver"]
 
 DEFAULT_URL = "redis://localhost:6379/0"
 
+# The writes of a script, in as few calls as Lua can pass arguments to, a thousand at a
+# time: MSET `sets` (key, value, ...), ZADD `members` (0, member, ...) to the index
+# (KEYS[1]), DEL `dels` and ZREM their members `gone`.
+_WRITE = """
+local function write(sets, members, dels, gone)
+  for i = 1, #sets, 1000 do redis.call('MSET', unpack(sets, i, math.min(i + 999, #sets))) end
+  for i = 1, #members, 1000 do
+    redis.call('ZADD', KEYS[1], unpack(members, i, math.min(i + 999, #members)))
+  end
+  for i = 1, #dels, 1000 do
+    local last = math.min(i + 999, #dels)
+    redis.call('DEL', unpack(dels, i, last))
+    redis.call('ZREM', KEYS[1], unpack(gone, i, last))
+  end
+end
+"""
+
 # KEYS: the index, then each key the commit names once. ARGV: two letters per key (what
 # it must hold: '-' anything, '0' nothing, '1' the next value; what to do: '-' nothing,
 # 'd' delete, 's' store the next value), the length of the value keys' prefix (a key
 # minus it is its index member), then the expected values, then the values to store,
-# each in key order. Every check comes first;
-# then the writes go in as few calls as Lua can pass arguments to (MSET, ZADD for the
-# keys that may be new, DEL and ZREM), a thousand at a time.
-_APPLY = """
+# each in key order. Every check comes first; then the writes (see `_WRITE`: ZADD for
+# the keys that may be new).
+_APPLY = (
+    _WRITE
+    + """
 local function apply(ops, cut, a)
   local n = #KEYS
   for i = 2, n do
@@ -80,18 +99,11 @@ local function apply(ops, cut, a)
       gone[#gone + 1] = string.sub(KEYS[i], cut)
     end
   end
-  for i = 1, #sets, 1000 do redis.call('MSET', unpack(sets, i, math.min(i + 999, #sets))) end
-  for i = 1, #members, 1000 do
-    redis.call('ZADD', KEYS[1], unpack(members, i, math.min(i + 999, #members)))
-  end
-  for i = 1, #dels, 1000 do
-    local last = math.min(i + 999, #dels)
-    redis.call('DEL', unpack(dels, i, last))
-    redis.call('ZREM', KEYS[1], unpack(gone, i, last))
-  end
+  write(sets, members, dels, gone)
   return 1
 end
 """
+)
 _COMMIT = _APPLY + "return apply(ARGV[1], tonumber(ARGV[2]) + 1, 3)\n"
 
 # The leading counters of a meta entry in the chunked layout, as `Meta.encode` writes
@@ -105,14 +117,49 @@ local function head(version, seq, since, count, chunks)
 end
 """
 
+# A roll-up made by the append script (see `LooseAppend`): every loose entry (member
+# prefix `member`, values under `vp`) goes into new chunks of at most `frequency`
+# (keys `chunks` .. number), numbered from `number`. Returns the number after the last.
+_FOLD = (
+    _WRITE
+    + """
+local function fold(vp, member, chunks, pad, frequency, number)
+  local found = redis.call('ZRANGEBYLEX', KEYS[1], '[' .. member, '(' .. member .. '\\255')
+  local members, values, keys = {}, {}, {}
+  for _, name in ipairs(found) do
+    local value = redis.call('GET', vp .. name)
+    if value then
+      members[#members + 1] = name
+      keys[#keys + 1] = vp .. name
+      values[#values + 1] = value
+    end
+  end
+  local sets, made = {}, {}
+  for i = 1, #values, frequency do
+    local chunk = chunks .. string.format(pad, number)
+    local last = math.min(i + frequency - 1, #values)
+    sets[#sets + 1] = vp .. chunk
+    sets[#sets + 1] = '[' .. table.concat(values, ',', i, last) .. ']'
+    made[#made + 1] = 0
+    made[#made + 1] = chunk
+    number = number + 1
+  end
+  write(sets, made, keys, members)
+  return number
+end
+"""
+)
+
 # An append decided on the server (see `RedisDriver.append_loose`). KEYS: the index.
 # ARGV: the value keys' prefix, the meta key, the loose entries' prefix, the id records'
 # prefix, the roll-up lock, the digits of a sequence number, the roll-up frequency, the
-# time now, the expiry time (or 'null'), the number of messages, their ids, their texts.
+# time now, the expiry time (or 'null'), the chunks' prefix (or '' to leave a due
+# roll-up to a client), the number of messages, their ids, their texts.
 # Returns -1 to leave the append to the client (no session, an expired one, an old
 # layout), else {messages added, whether this writer is to roll up}.
 _APPEND = (
     _HEAD
+    + _FOLD
     + """
 local vp = ARGV[1]
 local meta = redis.call('GET', vp .. ARGV[2])
@@ -122,16 +169,16 @@ if not version then return -1 end
 local expires, tail = string.match(rest, '^"updated_at":[^,]+,"expires_at":([^,]+),(.*)$')
 if not expires then return -1 end
 if expires ~= 'null' and tonumber(expires) <= tonumber(ARGV[8]) then return -1 end
-local n, cut, pad = tonumber(ARGV[10]), #vp + 1, '%0' .. ARGV[6] .. 'd'
+local n, cut, pad = tonumber(ARGV[11]), #vp + 1, '%0' .. ARGV[6] .. 'd'
 local added, sets, members = 0, {}, {}
 seq = tonumber(seq)
 for i = 1, n do
-  local id = vp .. ARGV[4] .. ARGV[10 + i]
+  local id = vp .. ARGV[4] .. ARGV[11 + i]
   if redis.call('EXISTS', id) == 0 then
     local number = string.format('%d', seq + added)
     local loose = vp .. ARGV[3] .. string.format(pad, seq + added)
     sets[#sets + 1] = loose
-    sets[#sets + 1] = ARGV[10 + n + i]
+    sets[#sets + 1] = ARGV[11 + n + i]
     sets[#sets + 1] = id
     sets[#sets + 1] = number
     members[#members + 1] = 0
@@ -147,11 +194,18 @@ for i = 1, #members, 1000 do
   redis.call('ZADD', KEYS[1], unpack(members, i, math.min(i + 999, #members)))
 end
 since = tonumber(since) + added
+local frequency = tonumber(ARGV[7])
+local folds = since >= frequency and ARGV[10] ~= ''
+if folds then
+  local first, last, skip = string.match(chunks, '^"first_chunk":(%d+),"next_chunk":(%d+),(.*)$')
+  last = fold(vp, ARGV[3], ARGV[10], pad, frequency, tonumber(last))
+  since, chunks = 0, '"first_chunk":' .. first .. ',"next_chunk":' .. last .. ',' .. skip
+end
 redis.call('SET', vp .. ARGV[2], head(tonumber(version) + 1, seq + added, since,
   tonumber(count) + added, chunks) .. '"updated_at":' .. ARGV[8] .. ',"expires_at":' .. ARGV[9]
   .. ',' .. tail)
+if folds then return {added, 0} end
 local elected = 0
-local frequency = tonumber(ARGV[7])
 -- One writer claims the roll-up; if it died holding the claim (kept 10 s at most), any
 -- writer that finds a second round of loose entries rolls up too.
 if since >= 2 * frequency then
@@ -181,6 +235,42 @@ redis.call('SET', ARGV[3], head(tonumber(version) + 1, tonumber(seq),
   tonumber(since) - tonumber(ARGV[7]), tonumber(count) - tonumber(ARGV[8]), ARGV[6]) .. rest)
 redis.call('DEL', ARGV[4])
 return 1
+"""
+)
+
+# A history read (see `RedisDriver.read_newest`). KEYS: the index. ARGV: the value keys'
+# prefix, the meta key, the loose entries' range (its upper bound, then its lower), how
+# many loose entries, the chunks' prefix, the digits of a chunk number, how many chunks.
+# Returns {} if there is no meta entry, else {the meta entry, whether older loose entries
+# exist, the loose entries' values (oldest first), the chunks' values (newest first)}.
+# Chunks are read only when every loose entry was. (Joining the values here would cost
+# the server more than the client: Lua's string building is slow.)
+_NEWEST = (
+    _HEAD
+    + """
+local vp = ARGV[1]
+local meta = redis.call('GET', vp .. ARGV[2])
+if not meta then return {} end
+local n = tonumber(ARGV[5])
+local members = redis.call('ZREVRANGEBYLEX', KEYS[1], ARGV[3], ARGV[4], 'LIMIT', 0, n + 1)
+local more = #members > n and 1 or 0
+local values = {}
+for i = math.min(#members, n), 1, -1 do
+  local value = redis.call('GET', vp .. members[i])
+  if value then values[#values + 1] = value end
+end
+local out = {meta, more, values}
+if more == 1 then return out end
+local _, _, _, _, chunks = string.match(meta, HEAD)
+if not chunks then return out end
+local first, last = string.match(chunks, '^"first_chunk":(%d+),"next_chunk":(%d+),')
+local pad, last = '%0' .. ARGV[7] .. 'd', tonumber(last)
+for number = last - 1, math.max(tonumber(first), last - tonumber(ARGV[8])), -1 do
+  local text = redis.call('GET', vp .. ARGV[6] .. string.format(pad, number))
+  if not text then break end
+  out[#out + 1] = text
+end
+return out
 """
 )
 
@@ -262,6 +352,19 @@ def _appended(reply: Any) -> tuple[int, bool] | None:
     return int(reply[0]), bool(reply[1])
 
 
+def _newest(reply: Any) -> Newest:
+    """The history read script's reply (see `_NEWEST`)."""
+    if not reply:
+        return Newest(None, "[]", False, [])
+    loose = "[" + ",".join(_text(value) for value in reply[2]) + "]"
+    chunks = [_text(value) for value in reply[3:]]
+    return Newest(_text(reply[0]), loose, bool(reply[1]), chunks)
+
+
+def _values(reply: Any) -> list[str | None]:
+    return [None if value is None else _text(value) for value in reply]
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -327,6 +430,24 @@ class _Layout:
                 check_value(text)  # names the lone surrogate
             raise
 
+    def mget_command(self, keys: list[str]) -> tuple[list[str], list[bytes]]:
+        """The Redis keys of `keys`, and their packed `MGET`.
+
+        Raises:
+            InvalidInput: If a key is not a valid key.
+        """
+        values = self.values
+        for key in keys:
+            if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
+                check_key(key)  # raises
+        names = [values + key for key in keys]
+        try:
+            return names, command(["MGET", *names])
+        except UnicodeEncodeError:
+            for key in keys:
+                check_key(key)  # names the lone surrogate
+            raise
+
     def append_args(self, plan: LooseAppend) -> list[str]:
         """The append script's arguments (its one key is the index).
 
@@ -336,6 +457,8 @@ class _Layout:
         widest = plan.loose + "0" * plan.digits
         for key in (plan.meta, plan.lock, widest, *(plan.ids + i for i in plan.message_ids)):
             check_key(key)
+        if plan.chunks is not None:
+            check_key(plan.chunks + "0" * plan.digits)
         expires = "null" if plan.expires_at is None else repr(plan.expires_at)
         return [
             self.values,
@@ -347,9 +470,30 @@ class _Layout:
             str(plan.frequency),
             repr(plan.updated_at),
             expires,
+            plan.chunks or "",
             str(len(plan.message_ids)),
             *plan.message_ids,
             *(_string(text) for text in plan.texts),
+        ]
+
+    def newest_args(self, plan: NewestRead) -> list[str]:
+        """The history read script's arguments (its one key is the index).
+
+        Raises:
+            InvalidInput: If a key the read names is not a valid key.
+        """
+        check_key(plan.meta)
+        check_key(plan.chunks + "0" * plan.digits)
+        low, high, _ = self.list_args(plan.loose)
+        return [
+            self.values,
+            plan.meta,
+            high,
+            low,
+            str(plan.count),
+            plan.chunks,
+            str(plan.digits),
+            str(plan.chunk_count),
         ]
 
     def roll_args(
@@ -409,6 +553,7 @@ class RedisDriver:
         self._list = self._client.register_script(_LIST)
         self._append = self._client.register_script(_APPEND)
         self._roll = self._client.register_script(_ROLL)
+        self._read = self._client.register_script(_NEWEST)
         self._detour = _detour(module)
         # One node, with a pool (not a cluster client): commits may go straight down.
         self._lane = Lane(self._client) if isinstance(self._client, module.Redis) else None
@@ -435,6 +580,17 @@ class RedisDriver:
         """Return every entry whose key starts with `prefix`, in key order."""
         args = self._layout.list_args(prefix)
         return self._layout.pairs(self._script(self._list, [self._layout.index], args))
+
+    def get_many(self, keys: list[str]) -> list[str | None]:
+        """Return the values stored under `keys` (None: absent), read at one instant."""
+        names, packed_command = self._layout.mget_command(keys)
+        with _mapped_errors():
+            if self._lane is not None:
+                try:
+                    return _values(self._lane.send(packed_command))
+                except self._detour:  # a lost connection: the ordinary way
+                    pass
+            return _values(self._client.mget(names))
 
     def _script(self, script: Any, keys: list[str], args: list[str]) -> Any:
         """Run a registered script, straight down a kept connection if there is one."""
@@ -471,6 +627,11 @@ class RedisDriver:
         keys, args = self._layout.roll_args(roll, expect, writes)
         return bool(self._script(self._roll, keys, args))
 
+    def read_newest(self, plan: NewestRead) -> Newest | None:
+        """Read the newest entries of a session in one script; see `AsyncKVDriver.read_newest`."""
+        args = self._layout.newest_args(plan)
+        return _newest(self._script(self._read, [self._layout.index], args))
+
     def close(self) -> None:
         """Give back the connections the driver kept; close the client if it made it."""
         with _mapped_errors():
@@ -499,6 +660,7 @@ class _AsyncClientDriver:
         self._list = self._client.register_script(_LIST)
         self._append = self._client.register_script(_APPEND)
         self._roll = self._client.register_script(_ROLL)
+        self._read = self._client.register_script(_NEWEST)
         self._detour = _detour(module)
         self._lane = (
             AsyncLane(self._client) if isinstance(self._client, module.asyncio.Redis) else None
@@ -527,6 +689,17 @@ class _AsyncClientDriver:
         """Return every entry whose key starts with `prefix`, in key order."""
         args = self._layout.list_args(prefix)
         return self._layout.pairs(await self._script(self._list, [self._layout.index], args))
+
+    async def get_many(self, keys: list[str]) -> list[str | None]:
+        """Return the values stored under `keys` (None: absent), read at one instant."""
+        names, packed_command = self._layout.mget_command(keys)
+        with _mapped_errors():
+            if self._lane is not None:
+                try:
+                    return _values(await self._lane.send(packed_command))
+                except self._detour:  # a lost connection: the ordinary way
+                    pass
+            return _values(await self._client.mget(names))
 
     async def _script(self, script: Any, keys: list[str], args: list[str]) -> Any:
         """Run a registered script, straight down a kept connection if there is one."""
@@ -563,6 +736,11 @@ class _AsyncClientDriver:
         """Commit a roll-up over concurrent appends; see `AsyncKVDriver.roll_up_commit`."""
         keys, args = self._layout.roll_args(roll, expect, writes)
         return bool(await self._script(self._roll, keys, args))
+
+    async def read_newest(self, plan: NewestRead) -> Newest | None:
+        """Read the newest entries of a session in one script; see `AsyncKVDriver.read_newest`."""
+        args = self._layout.newest_args(plan)
+        return _newest(await self._script(self._read, [self._layout.index], args))
 
     async def close(self) -> None:
         """Give back the connections the driver kept; close the client if it made it."""
@@ -621,6 +799,11 @@ class AsyncRedisDriver:
         entries: list[tuple[str, str]] = await self._home.run("list_prefix", prefix)
         return entries
 
+    async def get_many(self, keys: list[str]) -> list[str | None]:
+        """Return the values stored under `keys` (None: absent), read at one instant."""
+        values: list[str | None] = await self._home.run("get_many", keys)
+        return values
+
     async def commit(
         self, expect: Mapping[str, str | None], writes: Mapping[str, str | None]
     ) -> bool:
@@ -637,6 +820,11 @@ class AsyncRedisDriver:
     ) -> bool | None:
         """Commit a roll-up over concurrent appends; see `AsyncKVDriver.roll_up_commit`."""
         return bool(await self._home.run("roll_up_commit", roll, expect, writes))
+
+    async def read_newest(self, plan: NewestRead) -> Newest | None:
+        """Read the newest entries of a session in one script; see `AsyncKVDriver.read_newest`."""
+        found: Newest | None = await self._home.run("read_newest", plan)
+        return found
 
     async def close(self) -> None:
         """Close the client (if the driver made it) and stop its loop; idempotent."""

@@ -5,10 +5,14 @@
 Each append writes one loose entry per message (and its id record) and replaces the
 session's meta entry; every `snapshot_frequency` appends the loose entries are rolled
 into one new append-only chunk, and `max_messages` trims the oldest chunks. A read of
-the newest `limit` messages is one prefix listing of `1 + loose` entries (meta and the
-loose ones, at most about `snapshot_frequency`) plus one `get` per chunk it still needs,
-newest first; a full read is one listing. `sessionary.kv._layout` describes the keys and
-`sessionary.kv._chunks` the roll-up.
+the newest `limit` messages reads the meta entry and the newest `limit` loose entries at
+one instant, then one `get` per chunk it still needs, newest first; a driver that can
+(`read_newest`: the Redis driver, in one Lua script) reads the newest chunks in the same
+step, and any other lists the meta and loose entries. Once the manager has seen the
+session's meta entry, a driver with `get_many` (Redis: `MGET`) reads all of that by
+the keys the entry names, with no script, and the meta entry read back says whether
+the guess held. A full read is one listing.
+`sessionary.kv._layout` describes the keys and `sessionary.kv._chunks` the roll-up.
 
 Cross-process safety comes from optimistic concurrency, not from locks. A writer reads
 the meta entry, plans its writes, and hands them to the driver's `commit` together with
@@ -59,7 +63,6 @@ from sessionary.ids import check_id
 from sessionary.kv._backoff import Backoff
 from sessionary.kv._chunks import (
     TrimWalk,
-    chunk_of,
     plan_append_rolled,
     plan_migration,
     plan_roll_up,
@@ -74,10 +77,13 @@ from sessionary.kv._layout import (
     Listing,
     LooseAppend,
     Meta,
+    Newest,
+    NewestRead,
     RollUp,
     SessionKeys,
     check_user,
     chunk_messages,
+    chunk_of,
     decode_messages,
     encode_messages,
     history_window,
@@ -101,6 +107,17 @@ class _Known:
     meta: Meta
     loose: list[tuple[str, str]] | None  # every loose entry, oldest first; None: unknown
     size: int = 0  # the characters of the loose entries
+
+    def seen(self) -> tuple[str, Meta] | None:
+        """The meta entry as text and decoded, if they belong to one write.
+
+        `wrote` replaces the two one after the other, and another thread may be reading
+        between; every write gives the entry a new version, which the text spells first.
+        """
+        text, meta = self.text, self.meta
+        if not text.startswith(f'{{"layout":{CHUNKED},"version":{meta.version},'):
+            return None
+        return text, meta
 
     def wrote(self, text: str, meta: Meta, fresh: list[tuple[str, str]] | None) -> None:
         """Learn a commit's meta entry and its new loose entries (None: a roll-up)."""
@@ -258,6 +275,7 @@ class IncrementalSessionManager:
             lock=keys.lock,
             digits=SEQ_DIGITS,
             frequency=self.snapshot_frequency,
+            chunks=keys.chunks if self.max_messages is None else None,
             updated_at=now,
             expires_at=None if self.ttl is None else now + self.ttl,
             message_ids=[item.id for item in batch],
@@ -395,25 +413,124 @@ class IncrementalSessionManager:
     def _newest(self, keys: SessionKeys, limit: int) -> list[Message] | None:
         """The newest messages, enough for a window of `limit`; None if a trim raced us.
 
-        The meta entry and the loose entries come from one listing; then chunks, newest
-        first, until the window cannot change. Chunks never change once written, so the
-        only race is a trim deleting one: its absence makes the caller read again.
+        The meta entry and the newest loose entries (with the newest chunks, when every
+        loose entry is among them) come from one read at one instant; if the window needs
+        older loose entries, the read is made again, wider. Then chunks, newest first,
+        until the window cannot change. Chunks never change once written, so the only
+        race is a trim deleting one: its absence makes the caller read again.
         """
-        listing = Listing.parse(keys, self.driver.list_prefix(keys.head))
-        meta = Meta.decode(listing.meta_text)
-        if meta is None:
-            return []
-        if meta.layout != CHUNKED:
-            return self._whole(keys)
-        messages = decode_messages(listing.loose_messages())
+        count = limit
+        while True:
+            found = self._read_newest(keys, count, limit)
+            meta = self._read_meta_of(keys, found.meta_text)
+            if meta is None:
+                return []
+            if meta.layout != CHUNKED:
+                return self._whole(keys)
+            if not found.more:
+                return self._older(keys, meta, found, limit)
+            messages = decode_messages(chunk_messages(found.loose))
+            if not wants_older(messages, limit):
+                return messages
+            count *= 4
+
+    def _read_newest(self, keys: SessionKeys, count: int, limit: int) -> Newest:
+        """The meta entry and the newest `count` loose entries, by the driver if it can."""
+        chunk_count = -(-limit // self.snapshot_frequency)
+        guessed = self._read_guessed(keys, count, chunk_count)
+        if guessed is not None:
+            return guessed
+        read = getattr(self.driver, "read_newest", None)
+        if read is not None:
+            plan = NewestRead(
+                meta=keys.meta,
+                loose=keys.loose,
+                chunks=keys.chunks,
+                digits=SEQ_DIGITS,
+                count=count,
+                chunk_count=chunk_count,
+            )
+            found: Newest | None = read(plan)
+            if found is not None:
+                return found
+        return Listing.parse(keys, self.driver.list_prefix(keys.head)).newest(count)
+
+    def _read_guessed(self, keys: SessionKeys, count: int, chunk_count: int) -> Newest | None:
+        """The newest entries, read by the keys the remembered meta entry names.
+
+        One `get_many`, no script: the meta entry, the newest `count` loose entries (the
+        sequence numbers from `next_seq - since_snapshot` on are the loose ones) and the
+        newest chunks. Only a meta entry that still holds what was remembered makes the
+        rest a read of that state; one more key, the entry before the first loose one,
+        must be absent (rolled up). None if the driver has no `get_many`, nothing is
+        remembered, or the guess was wrong.
+        """
+        get_many = getattr(self.driver, "get_many", None)
+        known = self._known.get(keys.session_id)
+        seen = None if known is None else known.seen()
+        if get_many is None or seen is None:
+            return None
+        text, meta = seen
+        loose = min(count, meta.since_snapshot)
+        start = meta.next_seq - loose
+        more = meta.since_snapshot > count
+        guard = [keys.message(start - 1)] if not more and start > 0 else []
+        loose_prefix = keys.loose
+        wanted = [keys.meta, *guard]
+        wanted += [f"{loose_prefix}{seq:0{SEQ_DIGITS}d}" for seq in range(start, meta.next_seq)]
+        if not more:
+            stop = max(meta.first_chunk, meta.next_chunk - chunk_count) - 1
+            wanted += [keys.chunk(number) for number in range(meta.next_chunk - 1, stop, -1)]
+        values: list[str | None] | None = get_many(wanted)
+        if values is None or values[0] != text or (guard and values[1] is not None):
+            return None
+        read = values[1 + len(guard) :]
+        if None in read:
+            return None
+        texts = cast(list[str], read)
+        return Newest(text, "[" + ",".join(texts[:loose]) + "]", more, texts[loose:])
+
+    def _read_meta_of(self, keys: SessionKeys, text: str | None) -> Meta | None:
+        """Decode a meta entry a read found (None: absent or expired); remember it.
+
+        A driver with `get_many` then reads the session by it next time (`_read_guessed`).
+        """
+        known = self._known.get(keys.session_id)
+        seen = None if known is None else known.seen()
+        if seen is not None and seen[0] == text:
+            return None if seen[1].expired() else seen[1]
+        meta = Meta.decode(text)
+        if meta is not None and getattr(self.driver, "get_many", None) is not None:
+            self._remember(keys, text, meta)
+        return meta
+
+    def _older(
+        self, keys: SessionKeys, meta: Meta, found: Newest, limit: int
+    ) -> list[Message] | None:
+        """Every loose entry (`found`), then chunks newest first, as a window needs them.
+
+        Messages are decoded only once the window needs them. `found.chunks` were read
+        with `meta`; older chunks are read now.
+        """
+        messages: list[Message] = []
+        pending = chunk_messages(found.loose)  # read, not decoded yet; oldest first
         number = meta.next_chunk - 1
-        while number >= meta.first_chunk and wants_older(messages, limit):
-            text = self.driver.get(keys.chunk(number))
-            if text is None:
-                return None
-            skip = meta.skip if number == meta.first_chunk else 0
-            messages[:0] = decode_messages(chunk_messages(text, skip))
-            number -= 1
+        while wants_older(messages, limit):
+            if not pending:
+                if number < meta.first_chunk:
+                    break
+                offset = meta.next_chunk - 1 - number
+                stored = found.chunks[offset] if offset < len(found.chunks) else None
+                text = stored or self.driver.get(keys.chunk(number))
+                if text is None:
+                    return None
+                pending = chunk_messages(text, meta.skip if number == meta.first_chunk else 0)
+                number -= 1
+                continue
+            wanted = limit - len(messages)
+            take = wanted if wanted > 0 else len(pending)
+            messages[:0] = decode_messages(pending[-take:])
+            del pending[-take:]
         return messages
 
     def update_state(self, session_id: str, patch: dict[str, Any]) -> dict[str, Any]:

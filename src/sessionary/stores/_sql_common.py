@@ -117,12 +117,12 @@ _LINEAR_LIVE = (
     f"AND {live_sql('%s', 's.')}"
 )
 HEAD_AND_DOCUMENT_SQL = f"""
-SELECT m.depth, m.{MESSAGE_COLUMNS.replace(", ", ", m.")}
+SELECT m.depth, concat_ws(' ', m.id, m.role, m.created_us, coalesce(m.parent_id, ''), m.data)
 FROM sessions AS s JOIN messages AS m ON m.session_pk = s.pk
     AND m.depth BETWEEN greatest(0, s.head_depth - %s + 1) AND s.head_depth
 WHERE {_LINEAR_LIVE}
 UNION ALL
-SELECT -v.version, v.author, v.text, v.updated_us, v.body, NULL
+SELECT -v.version, concat_ws(%s, v.updated_us, v.author, v.body, v.text)
 FROM sessions AS s JOIN documents AS d ON d.level = 'session' AND d.tenant = s.tenant
     AND d.user_id = s.user_id AND d.owner = s.id AND d.namespace = %s AND d.key_hash = %s
     AND d.version > 0
@@ -130,10 +130,12 @@ JOIN document_versions AS v ON v.document_pk = d.pk AND v.version = d.version
 WHERE {_LINEAR_LIVE}
 """
 """`LINEAR_HEAD_SQL` and a session document's latest version in one statement (one snapshot),
-for a live session that is one chain. Each row is (depth, message columns); the document,
-if any, is one row more with its version negated in place of the depth, then its author,
-text, update time and body in the message's columns (see `head_and_document`). No rows:
-the session is not one chain, not live, missing, or empty without the document."""
+for a live session that is one chain: rows of (depth, message), the message's columns in
+one text (MySQL's pure-Python driver pays per column and row: five columns cost more
+than the split), and the document, if any, one row more with its version negated in
+place of the depth and its columns joined by a newline, bound as the second part's
+first parameter (see `head_and_document`). No rows: the session is not one chain, not live,
+missing, or empty without the document."""
 PATH_SQL = f"""
 WITH RECURSIVE path (n, {MESSAGE_COLUMNS}) AS (
     SELECT 1, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = %s AND id = %s
@@ -475,11 +477,24 @@ def session_row(
 def head_and_document(
     rows: list[tuple[Any, ...]], namespace: str, key: str
 ) -> tuple[list[Message], Document | None]:
-    """Decode the rows of `HEAD_AND_DOCUMENT_SQL`: the path, oldest first, and the document."""
+    """Decode the rows of `HEAD_AND_DOCUMENT_SQL`: the path, oldest first, and the document.
+
+    A message is `id role created_us parent_id body` (ids and roles hold no spaces; no
+    parent is ''); the document `updated_us author body text` with newlines between
+    (an author and a body's JSON hold no newline; the text, last, may).
+    """
     rows.sort(key=first)
     doc = None
     if rows and rows[0][0] < 0:
-        version, author, text, updated_us, body, _ = rows.pop(0)
-        doc = document_from_row((namespace, key, body, -int(version), author, updated_us, text))
+        version, packed = rows.pop(0)
+        updated_us, author, body, text = packed.split("\n", 3)
+        doc = document_from_row(
+            (namespace, key, body, -int(version), author, int(updated_us), text)
+        )
     with gc_paused():
-        return [decode_body(r[1], r[2], r[3], r[4], r[5]) for r in rows], doc
+        return [_packed_message(row[1]) for row in rows], doc
+
+
+def _packed_message(packed: str) -> Message:
+    message_id, role, created_us, parent_id, body = packed.split(" ", 4)
+    return decode_body(message_id, role, int(created_us), body, parent_id or None)

@@ -734,7 +734,8 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments, AsyncSQLGovernance):
         if leaf is None:
             live = (scope.tenant, scope.user, session_id, self._now_us())
             rows = await self._read_alone(
-                shared.HEAD_AND_DOCUMENT_SQL, (steps, *live, namespace, key_hash(key), *live)
+                shared.HEAD_AND_DOCUMENT_SQL,
+                (steps, *live, "\n", namespace, key_hash(key), *live),
             )
             if rows:
                 return head_and_document(rows, namespace, key)

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sessionary.errors import InvalidInput
-from sessionary.model import Message, decode_body, message_text, to_micros
+from sessionary.model import Message, decode_body, decode_lazy, message_text, to_micros
 from sessionary.query import Query, words
 from sessionary.records import (
     Document,
@@ -496,5 +496,6 @@ def head_and_document(
 
 
 def _packed_message(packed: str) -> Message:
+    """A message of `HEAD_AND_DOCUMENT_SQL`, its body decoded on first use (as SQLite's)."""
     message_id, role, created_us, parent_id, body = packed.split(" ", 4)
-    return decode_body(message_id, role, int(created_us), body, parent_id or None)
+    return decode_lazy(message_id, role, int(created_us), body, parent_id or None, None)

@@ -339,10 +339,12 @@ class AsyncSession(AsyncContextMixin):
         """
         check_limit(limit)
         leaf = _optional_id(leaf, "leaf message id")
-        shown = None if raw else await self._compactor.overlaid(leaf)
+        if raw:
+            shown, window = None, await self._store.get_path(self._scope, self._id, leaf, limit)
+        else:
+            shown, window = await self._compactor.recent(leaf, limit)
         if shown is not None:
             return shown if limit is None else shown[pair_safe_start(shown, len(shown) - limit) :]
-        window = await self._store.get_path(self._scope, self._id, leaf, limit)
         if limit is None:
             return window
         while orphan_results(window) and window[0].parent_id is not None:

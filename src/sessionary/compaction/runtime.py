@@ -64,7 +64,7 @@ from sessionary.errors import (
 from sessionary.ids import new_id
 from sessionary.model import Message, TextPart
 from sessionary.providers import AsyncStoredBlock
-from sessionary.records import Scope
+from sessionary.records import Document, Scope
 from sessionary.stores.base import DOCUMENTS, AsyncStore
 from sessionary.tokens import PromptParts, count_context
 
@@ -79,6 +79,13 @@ _RETRIES = 8
 
 _CACHED_OVERLAYS = 32
 _PAGE = 200
+
+
+def _entries(doc: Document | None) -> tuple[list[dict[str, Any]], int]:
+    """The entries and version of an overlay index document ([] and 0 for none)."""
+    if doc is None:
+        return [], 0
+    return list(doc.body.get("entries") or []), doc.version
 
 
 async def delete_namespace(store: AsyncStore, scope: Scope, session_id: str, namespace: str) -> int:
@@ -167,9 +174,7 @@ class AsyncCompactor:
         doc = await self.store.get_document(
             self.scope, "session", self.session_id, INDEX_NAMESPACE, INDEX_KEY, None
         )
-        if doc is None:
-            return [], 0
-        return list(doc.body.get("entries") or []), doc.version
+        return _entries(doc)
 
     async def overlays(self) -> list[Overlay]:
         """Return every overlay of the session (superseded ones too), oldest first."""
@@ -224,8 +229,35 @@ class AsyncCompactor:
         None costs one document read when the session has no overlays at all.
         """
         entries, _ = await self._index()
-        if not entries:
-            return None
+        return await self._applied(leaf, entries) if entries else None
+
+    async def recent(
+        self, leaf: str | None, limit: int | None
+    ) -> tuple[list[Message] | None, list[Message]]:
+        """Return `overlaid(leaf)` and, when that is None, the last `limit` messages to `leaf`.
+
+        With a `limit` and a store that has `get_path_and_document` (see
+        `sessionary.stores.base`), the overlay index and the messages are one store call,
+        so a session without overlays costs one; the `limit` messages read are not used
+        when an overlay applies. Without a limit the whole path is read only if needed.
+        """
+        both = getattr(self.store, "get_path_and_document", None)
+        if both is None or limit is None or not self._has_documents:
+            shown = await self.overlaid(leaf)
+            if shown is not None:
+                return shown, []
+            return None, await self.store.get_path(self.scope, self.session_id, leaf, limit)
+        window, doc = await both(
+            self.scope, self.session_id, leaf, limit, INDEX_NAMESPACE, INDEX_KEY
+        )
+        entries, _ = _entries(doc)
+        shown = await self._applied(leaf, entries) if entries else None
+        return shown, [] if shown is not None else window
+
+    async def _applied(
+        self, leaf: str | None, entries: list[dict[str, Any]]
+    ) -> list[Message] | None:
+        """The path to `leaf` with the overlay `entries` pick applied, or None if none does."""
         length = await self.store.get_path_length(self.scope, self.session_id, leaf)
         suffix: list[Message] = []
         for entry in candidates(entries, length):

@@ -71,6 +71,7 @@ __all__ = [
     "gc_paused",
     "has_children",
     "next_state",
+    "path_and_document",
     "prepare_document",
     "prepare_messages",
     "scopes_from_rows",
@@ -602,3 +603,23 @@ def surviving_ancestor(head: str | None, parents: Mapping[str, str | None]) -> s
     while head is not None and head in parents:
         head = parents[head]
     return head
+
+
+def path_and_document(
+    engine: Any,
+    scope: Scope,
+    session_id: str,
+    leaf: str | None,
+    limit: int | None,
+    namespace: str,
+    key: str,
+) -> tuple[list[Message], Document | None]:
+    """`get_path_and_document` of an engine (memory, SQLite): its two reads, one after the other.
+
+    An engine has no round trip to save, so it gives the two calls' answers and errors.
+    """
+    path: list[Message] = engine.get_path(scope, session_id, leaf, limit)
+    document: Document | None = engine.get_document(
+        scope, "session", session_id, namespace, key, None
+    )
+    return path, document

@@ -39,23 +39,11 @@ from sessionary.kv._redis_wire import packed
 from sessionary.records import Expected, Head, Parent, Scope
 from sessionary.stores._common import Prepared
 from sessionary.stores._redis_layout import ScopeKeys
-from sessionary.stores._redis_lua import LIB
+from sessionary.stores._redis_lua import EXPIRY, LIB
 
 __all__ = ["AppendRoute", "Appends", "append_args"]
 
 _ROUTES = 1024  # sessions whose keys and last reply a store remembers
-
-_EXPIRY = r"""
--- Whether a session whose meta holds `row` and `updated` has outlived its TTL by `now`
--- (microseconds; see sessionary.retention). Most rows have no TTL: one string search.
-local function expired(row, updated, now)
-  if not row or not string.find(row, '"ttl_us":%d') then return false end
-  local r = cjson.decode(row)
-  local from = tonumber(r.created_us)
-  if r.ttl_sliding == true then from = tonumber(updated) end
-  return from ~= nil and from + r.ttl_us <= tonumber(now)
-end
-"""
 
 _GENERAL = r"""
 if not load_meta() then return {'nosession'} end
@@ -256,7 +244,7 @@ class Appends:
         values = f"{int(frequency)}, {int(max_messages)}, '{ttl}'"
         settings = f"local FREQUENCY, MAX_MESSAGES, TTL = {values}"
         general = f"local function general()\n{LIB}\n{_GENERAL}\nend\n"
-        self.script = f"{settings}\n{_EXPIRY}{general}{_LEAN}"
+        self.script = f"{settings}\n{EXPIRY}{general}{_LEAN}"
         self.frequency = frequency
         # With a TTL every key must expire together; trimming at every append needs all.
         self._always_full = ttl != "0" or (frequency == 0 and max_messages > 0)

@@ -34,7 +34,7 @@ from sessionary.stores._documents import document_page, list_after, restore_plan
 from sessionary.stores._redis_conn import AsyncRedisConnection
 from sessionary.stores._redis_layout import ScopeKeys
 
-__all__ = ["NO_DOCUMENT_SEARCH", "AsyncRedisDocuments"]
+__all__ = ["NO_DOCUMENT_SEARCH", "AsyncRedisDocuments", "version_document"]
 
 NO_DOCUMENT_SEARCH = (
     "the redis store has no full-text index; search_documents needs a store with the "
@@ -47,7 +47,8 @@ def _version_json(updated_us: int, author: str, text: str, body_json: str) -> st
     return f'{{"u":{updated_us},"a":{dump(author)},"t":{dump(text)},"b":{body_json}}}'
 
 
-def _document(member: str, version: str, value: str) -> Document:
+def version_document(member: str, version: str, value: str) -> Document:
+    """The document a version's stored JSON holds (`member`: namespace, newline, key)."""
     namespace, key = member.split("\n", 1)
     data = json.loads(value)
     return Document(
@@ -56,7 +57,7 @@ def _document(member: str, version: str, value: str) -> Document:
 
 
 def _documents(reply: list[str]) -> list[Document]:
-    return [_document(*reply[i : i + 3]) for i in range(1, len(reply), 3)]
+    return [version_document(*reply[i : i + 3]) for i in range(1, len(reply), 3)]
 
 
 def _list_range(namespace: str | None, after: tuple[str, str] | None) -> tuple[str, str]:

@@ -47,7 +47,20 @@ conversion keeps only 14 digits, too few for microsecond times.
 
 from __future__ import annotations
 
-__all__ = ["LIB", "SCRIPTS"]
+__all__ = ["EXPIRY", "LIB", "SCRIPTS"]
+
+EXPIRY = r"""
+-- Whether a session whose meta holds `row` and `updated` has outlived its TTL by `now`
+-- (microseconds; see sessionary.retention). Most rows have no TTL: one string search.
+local function expired(row, updated, now)
+  if not row or not string.find(row, '"ttl_us":%d') then return false end
+  local r = cjson.decode(row)
+  local from = tonumber(r.created_us)
+  if r.ttl_sliding == true then from = tonumber(updated) end
+  return from ~= nil and from + r.ttl_us <= tonumber(now)
+end
+"""
+"""The expiry check of a session's row (`sessionary.retention`), in the scripts' terms."""
 
 LIB = r"""
 local META, IDS, LOOSE, SNAP, CHUNKS, KIDS, ORDER = KEYS[1], KEYS[2], KEYS[3], KEYS[4],
@@ -85,35 +98,91 @@ local function header(e)
   return tonumber(p), tonumber(d), role, pid, id, pos
 end
 
+-- The positions of a chunk's newlines: entry i runs from cuts[i] + 1 to cuts[i + 1] - 1
+-- (the last one to the end). A plain search (memchr) finds them far faster than a pattern
+-- matched character by character.
+local function cuts_of(raw)
+  local cuts, pos = {}, string.find(raw, '\n', 1, true)
+  while pos do
+    cuts[#cuts + 1] = pos
+    pos = string.find(raw, '\n', pos + 1, true)
+  end
+  return cuts
+end
+
+local function cut_entry(raw, cuts, i)
+  if not cuts[i] then return nil end
+  return string.sub(raw, cuts[i] + 1, (cuts[i + 1] or #raw + 1) - 1)
+end
+
 local function decode_chunk(raw)
   if string.sub(raw, 1, 1) == '[' then return cjson.decode(raw) end
-  local c = {}
-  for e in string.gmatch(raw, '\n([^\n]*)') do c[#c + 1] = e end
+  local cuts, c = cuts_of(raw), {}
+  for i = 1, #cuts do c[i] = cut_entry(raw, cuts, i) end
   return c
 end
 
 local function encode_chunk(c) return '\n' .. table.concat(c, '\n') end
 
+-- The chunk last read, {start, entries, start as text}: chunks never overlap (each holds
+-- the seqs from its start on, the next one starts past them), so a seq in its span needs
+-- no ZREVRANGEBYSCORE, and a path read walks chunk by chunk.
+local span = {-1, 0, ''}
+
+local function chunk_start(seq)
+  if seq >= span[1] and seq < span[1] + span[2] then return span[3] end
+  return redis.call('ZREVRANGEBYSCORE', CHUNKS, seq, '-inf', 'LIMIT', 0, 1)[1]
+end
+
+local function read_chunk(start, entries)
+  span = {tonumber(start), entries, start}
+end
+
 local function chunk_of(seq)
-  local found = redis.call('ZREVRANGEBYSCORE', CHUNKS, seq, '-inf', 'LIMIT', 0, 1)
-  if #found == 0 then return nil, nil end
-  local start = found[1]
+  local start = chunk_start(seq)
+  if not start then return nil, nil end
   local c = chunk_cache[start]
   if not c then
     local raw = redis.call('HGET', SNAP, start)
     if not raw then return nil, nil end
     c = decode_chunk(raw)
     chunk_cache[start] = c
+    read_chunk(start, #c)
   end
   return start, c
+end
+
+-- Chunks read but not decoded: start -> {text, cuts}. A read takes the entries it needs
+-- out of the text (making every entry of a chunk a string costs more than the rest of a
+-- short read); a chunk decoded in this script (to be written) is read from there.
+local texts = {}
+
+-- Entry `i` of the chunk at `start`, or nil.
+local function chunk_entry(start, i)
+  local c = chunk_cache[start]
+  if c then return c[i] end
+  local t = texts[start]
+  if not t then
+    local raw = redis.call('HGET', SNAP, start)
+    if not raw then return nil end
+    if string.sub(raw, 1, 1) == '[' then
+      chunk_cache[start] = cjson.decode(raw)
+      read_chunk(start, #chunk_cache[start])
+      return chunk_cache[start][i]
+    end
+    t = {raw, cuts_of(raw)}
+    texts[start] = t
+    read_chunk(start, #t[2])
+  end
+  return cut_entry(t[1], t[2], i)
 end
 
 local function entry_at(seq)
   if seq < 0 or seq < M.first then return false end
   if seq >= M.rolled then return redis.call('HGET', LOOSE, pad(seq)) end
-  local start, c = chunk_of(seq)
-  if not c then return false end
-  local e = c[seq - tonumber(start) + 1]
+  local start = chunk_start(seq)
+  if not start then return false end
+  local e = chunk_entry(start, seq - tonumber(start) + 1)
   if e == nil or e == '' then return false end
   return e
 end
@@ -274,7 +343,38 @@ local function trim(maxm)
     end
   end
 end
+
+-- The seq of message `id` ('' the head: -1 if none), or nil if it is not in the session.
+local function leaf_seq(id)
+  if id == '' then return M.head end
+  return seq_of(id)
+end
+
+-- `out` with the entries from `seq` up to the root appended, at most `limit` (0: all).
+local function walk_up(seq, limit, out)
+  local n = 0
+  while seq >= 0 and seq >= M.first and (limit == 0 or n < limit) do
+    local e = entry_at(seq)
+    out[#out + 1] = e
+    seq = tonumber(string.match(e, '^%-?%d+'))
+    n = n + 1
+  end
+  return out
+end
 """
+
+_READ_LIB = (
+    LIB
+    + EXPIRY
+    + r"""
+-- Load the meta of a session that is there and live at `now`; false: read it as missing.
+local function live(now)
+  if not load_meta() then return false end
+  local life = redis.call('HMGET', META, 'row', 'updated')
+  return not expired(life[1], life[2], now)
+end
+"""
+)
 
 _CREATE = r"""
 -- ARGV: now, ttl, session id, row, updated, scope member
@@ -317,16 +417,12 @@ return 1
 """
 
 _READ_PATH = r"""
--- ARGV: leaf ('' head, else an id), limit (0 none), what ('path' or 'length').
+-- ARGV: now, leaf ('' head, else an id), limit (0 none), what ('path' or 'length').
 -- Returns 'ok', first, then the entries from the leaf up (or the length).
-if not load_meta() then return {'nosession'} end
-local seq = M.head
-if ARGV[1] ~= '' then
-  seq = seq_of(ARGV[1])
-  if not seq then return {'nomessage'} end
-end
-local limit = tonumber(ARGV[2])
-if ARGV[3] == 'length' then
+if not live(ARGV[1]) then return {'nosession'} end
+local seq = leaf_seq(ARGV[2])
+if not seq then return {'nomessage'} end
+if ARGV[4] == 'length' then
   if seq < 0 then return {'ok', '0'} end
   if M.first == 0 then
     local _, d = header(entry_at(seq))
@@ -339,41 +435,54 @@ if ARGV[3] == 'length' then
   end
   return {'ok', s(n)}
 end
-local out = {'ok', s(M.first)}
-while seq >= 0 and seq >= M.first and (limit == 0 or #out - 2 < limit) do
-  local e = entry_at(seq)
-  out[#out + 1] = e
-  seq = header(e)
+return walk_up(seq, tonumber(ARGV[3]), {'ok', s(M.first)})
+"""
+
+_READ_PATH_DOCUMENT = r"""
+-- ARGV: now, leaf ('' head, else an id), limit (0 none), a session document's member
+-- ("namespace\nkey"). Returns 'ok', first, the document's latest version and its JSON
+-- ('' and '' if none; see the documents' scripts below), then the path's entries from
+-- the leaf up: `_READ_PATH` and `_READ_DOCUMENTS`' 'one' in one script.
+if not live(ARGV[1]) then return {'nosession'} end
+local seq = leaf_seq(ARGV[2])
+if not seq then return {'nomessage'} end
+local version, value = '', ''
+local list = redis.call('HGET', KEYS[12], ARGV[4])
+if list then
+  version = string.match(list, '(%d+)$')
+  value = redis.call('HGET', KEYS[13], ARGV[4] .. '\n' .. version)
+  if not value then version, value = '', '' end
 end
-return out
+return walk_up(seq, tonumber(ARGV[3]), {'ok', s(M.first), version, value})
 """
 
 _READ = r"""
--- ARGV: what ('message' or 'children'), message id.
-if not load_meta() then return {'nosession'} end
-local seq = seq_of(ARGV[2])
+-- ARGV: now, what ('message' or 'children'), message id.
+if not live(ARGV[1]) then return {'nosession'} end
+local seq = seq_of(ARGV[3])
 if not seq then return {'nomessage'} end
-if ARGV[1] == 'message' then return {'ok', s(M.first), entry_at(seq)} end
+if ARGV[2] == 'message' then return {'ok', s(M.first), entry_at(seq)} end
 local out = {'ok', s(M.first)}
 for _, kid in ipairs(children(seq)) do out[#out + 1] = entry_at(kid) end
 return out
 """
 
 _PAGE = r"""
--- ARGV: the last order member seen ('' for the start), how many. Merges ORDER with the
--- run, whose members are `bdepth + q - base:q` for q in [base, lin or next).
-if not load_meta() then return {'nosession'} end
-local limit = tonumber(ARGV[2])
-local low = ARGV[1] == '' and '-' or '(' .. ARGV[1]
+-- ARGV: now, the last order member seen ('' for the start), how many. Merges ORDER with
+-- the run, whose members are `bdepth + q - base:q` for q in [base, lin or next).
+if not live(ARGV[1]) then return {'nosession'} end
+local after = ARGV[2]
+local limit = tonumber(ARGV[3])
+local low = after == '' and '-' or '(' .. after
 local members = redis.call('ZRANGEBYLEX', ORDER, low, '+', 'LIMIT', 0, limit)
 local q, stop, shift = 0, 0, 0
 if M.base then
   shift, stop = M.bdepth - M.base, M.lin or M.next
   q = math.max(M.base, M.first)
-  if ARGV[1] ~= '' then
-    local d, after = tonumber(string.sub(ARGV[1], 1, 8)), tonumber(string.sub(ARGV[1], 10))
+  if after ~= '' then
+    local d, seen = tonumber(string.sub(after, 1, 8)), tonumber(string.sub(after, 10))
     local from = d - shift
-    if from <= after then from = from + 1 end
+    if from <= seen then from = from + 1 end
     q = math.max(q, from)
   end
 end
@@ -678,9 +787,10 @@ SCRIPTS: dict[str, str] = {
     "update_row": LIB + _UPDATE_ROW,
     "delete_session": LIB + _DELETE_SESSION,
     "roll_up": LIB + _ROLL_UP,
-    "read_path": LIB + _READ_PATH,
-    "read": LIB + _READ,
-    "page": LIB + _PAGE,
+    "read_path": _READ_LIB + _READ_PATH,
+    "read_path_document": _READ_LIB + _READ_PATH_DOCUMENT,
+    "read": _READ_LIB + _READ,
+    "page": _READ_LIB + _PAGE,
     "set_head": LIB + _SET_HEAD,
     "update_message": LIB + _UPDATE_MESSAGE,
     "delete_message": LIB + _DELETE_MESSAGE,

@@ -26,9 +26,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sessionary.errors import InvalidInput
-from sessionary.model import Message, decode_body, message_text, to_micros
+from sessionary.model import Message, decode_body, decode_lazy, message_text, to_micros
 from sessionary.query import Query, words
 from sessionary.records import (
+    Document,
     DocumentHit,
     Expected,
     Head,
@@ -37,9 +38,10 @@ from sessionary.records import (
     SessionInfo,
     decode_cursor,
 )
-from sessionary.retention import ttl_micros
-from sessionary.stores._common import Prepared
-from sessionary.stores._rows import SESSION_COLUMNS, message_from_row, stored_copy
+from sessionary.retention import live_sql, ttl_micros
+from sessionary.stores._common import Prepared, gc_paused
+from sessionary.stores._documents import document_from_row
+from sessionary.stores._rows import SESSION_COLUMNS, first, message_from_row, stored_copy
 from sessionary.stores._textmatch import document_hits, message_hits
 
 __all__ = [
@@ -48,11 +50,13 @@ __all__ = [
     "INSERT_MESSAGES",
     "FIND_SQL",
     "INSERT_SESSION",
+    "HEAD_AND_DOCUMENT_SQL",
     "LINEAR_HEAD_SQL",
     "LOCATE_SQL",
     "LOCK_SQL",
     "EXPIRY_COLUMNS",
     "expired_row",
+    "head_and_document",
     "MESSAGE_COLUMNS",
     "PATH_SQL",
     "SCOPED",
@@ -108,6 +112,30 @@ ORDER BY m.depth
 """
 """The head's path in one statement (one snapshot) for a session that is one chain and has
 no TTL (one with a TTL takes the path that checks expiry)."""
+_LINEAR_LIVE = (
+    "s.tenant = %s AND s.user_id = %s AND s.id = %s AND s.message_count = s.head_depth + 1 "
+    f"AND {live_sql('%s', 's.')}"
+)
+HEAD_AND_DOCUMENT_SQL = f"""
+SELECT m.depth, concat_ws(' ', m.id, m.role, m.created_us, coalesce(m.parent_id, ''), m.data)
+FROM sessions AS s JOIN messages AS m ON m.session_pk = s.pk
+    AND m.depth BETWEEN greatest(0, s.head_depth - %s + 1) AND s.head_depth
+WHERE {_LINEAR_LIVE}
+UNION ALL
+SELECT -v.version, concat_ws(%s, v.updated_us, v.author, v.body, v.text)
+FROM sessions AS s JOIN documents AS d ON d.level = 'session' AND d.tenant = s.tenant
+    AND d.user_id = s.user_id AND d.owner = s.id AND d.namespace = %s AND d.key_hash = %s
+    AND d.version > 0
+JOIN document_versions AS v ON v.document_pk = d.pk AND v.version = d.version
+WHERE {_LINEAR_LIVE}
+"""
+"""`LINEAR_HEAD_SQL` and a session document's latest version in one statement (one snapshot),
+for a live session that is one chain: rows of (depth, message), the message's columns in
+one text (MySQL's pure-Python driver pays per column and row: five columns cost more
+than the split), and the document, if any, one row more with its version negated in
+place of the depth and its columns joined by a newline, bound as the second part's
+first parameter (see `head_and_document`). No rows: the session is not one chain, not live,
+missing, or empty without the document."""
 PATH_SQL = f"""
 WITH RECURSIVE path (n, {MESSAGE_COLUMNS}) AS (
     SELECT 1, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = %s AND id = %s
@@ -447,3 +475,30 @@ def session_row(
         info.input_tokens, info.output_tokens, info.cost, info.version, *head,
         ttl_micros(info.ttl), int(info.ttl_sliding),
     )  # fmt: skip
+
+
+def head_and_document(
+    rows: list[tuple[Any, ...]], namespace: str, key: str
+) -> tuple[list[Message], Document | None]:
+    """Decode the rows of `HEAD_AND_DOCUMENT_SQL`: the path, oldest first, and the document.
+
+    A message is `id role created_us parent_id body` (ids and roles hold no spaces; no
+    parent is ''); the document `updated_us author body text` with newlines between
+    (an author and a body's JSON hold no newline; the text, last, may).
+    """
+    rows.sort(key=first)
+    doc = None
+    if rows and rows[0][0] < 0:
+        version, packed = rows.pop(0)
+        updated_us, author, body, text = packed.split("\n", 3)
+        doc = document_from_row(
+            (namespace, key, body, -int(version), author, int(updated_us), text)
+        )
+    with gc_paused():
+        return [_packed_message(row[1]) for row in rows], doc
+
+
+def _packed_message(packed: str) -> Message:
+    """A message of `HEAD_AND_DOCUMENT_SQL`, its body decoded on first use (as SQLite's)."""
+    message_id, role, created_us, parent_id, body = packed.split(" ", 4)
+    return decode_lazy(message_id, role, int(created_us), body, parent_id or None, None)

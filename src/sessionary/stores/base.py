@@ -27,7 +27,13 @@ implementing `sessionary.Store`, the same protocol without `async`,
   (`sessionary.retention`): keeping `SessionInfo.ttl` and `ttl_sliding` (and
   `SessionUpdate`'s), hiding an expired session from every read and write, and
   `sweep(limit)`, which deletes up to `limit` expired sessions and returns how many;
-  without `sweep` the manager's `sweep` raises `Unsupported`.
+  without `sweep` the manager's `sweep` raises `Unsupported`. And
+  `get_path_and_document(scope, session_id, leaf, limit, namespace, key)`, which returns
+  what ``get_path(scope, session_id, leaf, limit)`` and ``get_document(scope, "session",
+  session_id, namespace, key, None)`` return, as a pair, with the errors of those two
+  calls: the one read a bounded `Session.history` needs (the messages and the compaction
+  index), in one round trip where the backend can. Without it sessionary makes the two
+  calls.
 
 A store without a capability still answers its methods, with `Unsupported`:
 `sessionary.stores.minimal` has mixins (`NoSearch`, `NoDocuments`) that do it.

@@ -238,6 +238,29 @@ class AsyncEncryptedStore:
         stored = await self.inner.get_path(scope, session_id, leaf, limit)
         return await self._open_messages(scope, session_id, stored)
 
+    async def get_path_and_document(
+        self,
+        scope: Scope,
+        session_id: str,
+        leaf: str | None,
+        limit: int | None,
+        namespace: str,
+        key: str,
+    ) -> tuple[list[Message], Document | None]:
+        """Return a path of messages and a session's document, both opened.
+
+        One call to the inner store where it has the method, else its two calls.
+        """
+        both = getattr(self.inner, "get_path_and_document", None)
+        if both is None:
+            path = await self.get_path(scope, session_id, leaf, limit)
+            return path, await self.get_document(scope, "session", session_id, namespace, key, None)
+        stored, doc = await both(scope, session_id, leaf, limit, namespace, key)
+        path = await self._open_messages(scope, session_id, stored)
+        if doc is None:
+            return path, None
+        return path, await self._opened_latest(scope, "session", session_id, doc)
+
     async def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
         """Return a message's children, opened."""
         stored = await self.inner.get_children(scope, session_id, message_id)
@@ -423,12 +446,16 @@ class AsyncEncryptedStore:
         stored = await self.inner.get_document(scope, level, session_id, namespace, key, version)
         if stored is None:
             return None
+        if version is not None:
+            return self._open_document(scope, level, session_id, stored)
+        return await self._opened_latest(scope, level, session_id, stored)
+
+    async def _opened_latest(
+        self, scope: Scope, level: StateLevel, session_id: str | None, stored: Document
+    ) -> Document:
+        """A document's latest version opened, rewritten first if stale and asked to."""
         doc = self._open_document(scope, level, session_id, stored)
-        if (
-            self.encryption.reencrypt_on_read
-            and version is None
-            and self._document_is_stale(stored)
-        ):
+        if self.encryption.reencrypt_on_read and self._document_is_stale(stored):
             with contextlib.suppress(VersionConflict):
                 return await self._rewrite_document(scope, level, session_id, doc)
         return doc

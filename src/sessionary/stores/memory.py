@@ -27,6 +27,7 @@ from sessionary.model import Message, decode_body, to_micros
 from sessionary.query import Query
 from sessionary.records import (
     HEAD,
+    Document,
     Expected,
     Head,
     Page,
@@ -58,6 +59,7 @@ from sessionary.stores._common import (
     encode_json,
     gc_paused,
     next_state,
+    path_and_document,
     prepare_messages,
     scopes_from_rows,
     state_owner,
@@ -395,6 +397,18 @@ class MemoryEngine(MemoryDocuments):
                 current = node.parent
             with gc_paused():
                 return [node.message() for node in reversed(path)]
+
+    def get_path_and_document(
+        self,
+        scope: Scope,
+        session_id: str,
+        leaf: str | None,
+        limit: int | None,
+        namespace: str,
+        key: str,
+    ) -> tuple[list[Message], Document | None]:
+        with self._lock:  # one moment for both
+            return path_and_document(self, scope, session_id, leaf, limit, namespace, key)
 
     def _leaf(self, sess: _Session, leaf: str | None) -> str | None:
         if leaf is None:

@@ -44,6 +44,7 @@ from sessionary.model import Message, to_micros
 from sessionary.query import Query
 from sessionary.records import (
     HEAD,
+    Document,
     Expected,
     Page,
     Parent,
@@ -61,6 +62,7 @@ from sessionary.records import (
 from sessionary.retention import Clock, clock_us, is_expired, system_clock
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
+    check_document_ref,
     check_label,
     check_limit,
     check_restore,
@@ -79,7 +81,7 @@ from sessionary.stores._common import (
 )
 from sessionary.stores._redis_append import Appends, append_args
 from sessionary.stores._redis_conn import AsyncRedisConnection, mapped_errors
-from sessionary.stores._redis_documents import AsyncRedisDocuments
+from sessionary.stores._redis_documents import AsyncRedisDocuments, version_document
 from sessionary.stores._redis_governance import AsyncRedisGovernance
 from sessionary.stores._redis_layout import (
     META_FIELDS,
@@ -371,20 +373,11 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
         return entry_message(result[2], int(result[1]))
 
     async def _read(self, name: str, keys: SessionKeys, *args: Any) -> Any:
-        """Run a read script; a session expired by now reads as missing (``nosession``).
+        """Run a read script down the lean lane, given the time now.
 
-        The session's row is read in the same round trip as the script runs.
+        The script itself reads a session expired by then as missing (``nosession``).
         """
-        with mapped_errors():
-            async with self._client.pipeline(transaction=False) as pipe:
-                pipe.hmget(keys.meta, list(META_FIELDS))
-                pipe.evalsha(self._conn.scripts[name].sha, len(keys.all), *keys.all, *args)
-                fields, result = await pipe.execute(raise_on_error=False)
-        if isinstance(result, Exception):  # not loaded yet (or failed): the usual way
-            result = await self._conn.run(name, keys.all, list(args))
-        if fields[0] is not None and self._live(keys.session_id, fields) is None:
-            return ["nosession"]
-        return result
+        return await self._conn.run_lean(name, keys.all, [self._now_us(), *args])
 
     async def get_path(
         self, scope: Scope, session_id: str, leaf: str | None, limit: int | None
@@ -396,6 +389,27 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
         first = int(result[1])
         with gc_paused():
             return [entry_message(entry, first) for entry in reversed(result[2:])]
+
+    async def get_path_and_document(
+        self,
+        scope: Scope,
+        session_id: str,
+        leaf: str | None,
+        limit: int | None,
+        namespace: str,
+        key: str,
+    ) -> tuple[list[Message], Document | None]:
+        """`get_path` and a session document in one script."""
+        check_limit(limit)
+        check_document_ref(namespace, key)
+        keys = self._keys(scope).session(session_id)
+        member = f"{namespace}\n{key}"
+        result = await self._read("read_path_document", keys, leaf or "", limit or 0, member)
+        _check_status(result[0], session_id, leaf)
+        first = int(result[1])
+        doc = version_document(member, result[2], result[3]) if result[2] else None
+        with gc_paused():
+            return [entry_message(entry, first) for entry in reversed(result[4:])], doc
 
     async def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
         keys = self._keys(scope).session(session_id)

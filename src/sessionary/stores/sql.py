@@ -47,6 +47,7 @@ from sessionary.errors import (
 from sessionary.model import Message, to_micros
 from sessionary.query import Query
 from sessionary.records import (
+    Document,
     Expected,
     Head,
     Page,
@@ -65,6 +66,7 @@ from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
     check_delete,
+    check_document_ref,
     check_label,
     check_limit,
     check_session_fields,
@@ -76,6 +78,7 @@ from sessionary.stores._common import (
     scopes_from_rows,
     surviving_ancestor,
 )
+from sessionary.stores._documents import key_hash
 from sessionary.stores._rows import (
     FOREVER,
     decode_rows,
@@ -92,6 +95,7 @@ from sessionary.stores._sql_common import (
     Dialect,
     decode_cursor_pair,
     expired_row,
+    head_and_document,
     import_rows,
     plan_chain,
 )
@@ -720,6 +724,12 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments, AsyncSQLGovernance):
             )
             if rows:
                 return decode_rows(rows)
+        return await self._walked_path(scope, session_id, leaf, steps)
+
+    async def _walked_path(
+        self, scope: Scope, session_id: str, leaf: str | None, steps: int
+    ) -> list[Message]:
+        """The last `steps` messages of the path to `leaf` (None: the head), walked up."""
         async with self._begin() as tx:
             pk, head_id, _, _ = await self._locate(tx, scope, session_id, leaf)
             start = head_id if leaf is None else leaf
@@ -727,6 +737,30 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments, AsyncSQLGovernance):
                 return []
             rows = await tx.fetchall(shared.PATH_SQL, (pk, start, pk, steps))
         return decode_rows(rows)
+
+    async def get_path_and_document(
+        self,
+        scope: Scope,
+        session_id: str,
+        leaf: str | None,
+        limit: int | None,
+        namespace: str,
+        key: str,
+    ) -> tuple[list[Message], Document | None]:
+        """`get_path` and a session document: one statement for a live one-chain session."""
+        check_limit(limit)
+        check_document_ref(namespace, key)
+        steps = limit or FOREVER
+        if leaf is None:
+            live = (scope.tenant, scope.user, session_id, self._now_us())
+            rows = await self._read_alone(
+                shared.HEAD_AND_DOCUMENT_SQL,
+                (steps, *live, "\n", namespace, key_hash(key), *live),
+            )
+            if rows:
+                return head_and_document(rows, namespace, key)
+        path = await self._walked_path(scope, session_id, leaf, steps)
+        return path, await self.get_document(scope, "session", session_id, namespace, key, None)
 
     async def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
         async with self._begin() as tx:

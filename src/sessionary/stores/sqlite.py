@@ -26,6 +26,7 @@ from sessionary.query import Query, to_fts5
 from sessionary.records import (
     ANY,
     HEAD,
+    Document,
     Expected,
     Parent,
     Scope,
@@ -43,6 +44,7 @@ from sessionary.stores._common import (
     check_limit,
     encode_imported_state,
     gc_paused,
+    path_and_document,
     prepare_messages,
     surviving_ancestor,
 )
@@ -504,6 +506,17 @@ class SQLiteEngine(SQLiteDocuments):
             "AND m.depth BETWEEN ? AND ? ORDER BY m.depth",
             (seq, low, depth),
         ).fetchall()
+
+    def get_path_and_document(
+        self,
+        scope: Scope,
+        session_id: str,
+        leaf: str | None,
+        limit: int | None,
+        namespace: str,
+        key: str,
+    ) -> tuple[list[Message], Document | None]:
+        return path_and_document(self, scope, session_id, leaf, limit, namespace, key)
 
     def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
         with self._read() as db:

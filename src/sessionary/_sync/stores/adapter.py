@@ -37,6 +37,7 @@ STORE_METHODS = (
     "clear_messages",
     "get_message",
     "get_path",
+    "get_path_and_document",
     "get_children",
     "get_path_length",
     "set_head",
@@ -73,10 +74,18 @@ def _short_path(scope: Any, session_id: str, leaf: str | None, limit: int | None
     return isinstance(limit, int) and limit <= QUICK_LIMIT
 
 
+def _short_path_and_document(
+    scope: Any, session_id: str, leaf: str | None, limit: int | None, *document: str
+) -> bool:
+    del document
+    return _short_path(scope, session_id, leaf, limit)
+
+
 QUICK_READS: dict[str, Callable[..., bool]] = {
     "get_session": _always,
     "get_message": _always,
     "get_path": _short_path,
+    "get_path_and_document": _short_path_and_document,
     "get_path_length": _always,
     "get_state": _always,
     "get_document": _always,

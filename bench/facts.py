@@ -46,14 +46,12 @@ LANGGRAPH_NOTE = (
 
 READS_NOTE = (
     "What a read returns differs: sessionary returns typed `Message` objects whose bodies "
-    "(parts, metadata, creation time) are decoded on first use, so the timed reads, which "
-    "count the messages, decode only what `history(limit=20)` inspects to keep tool calls "
-    "with their results (the parts of assistant and tool messages); a caller that reads "
-    "every message's parts pays for decoding then (a message that is one text part is "
-    "stored as its text and needs no JSON parsing). `SQLiteSession` `json.loads` every "
-    "row into plain dicts, and `SqliteSaver` rebuilds langchain message objects from one "
-    "msgpack blob. Raw sqlite3 reads the JSON bodies and `json.loads` them, newest 20 by "
-    "primary key."
+    "(parts, metadata, creation time) are decoded on first use; every timed read touches "
+    "each message's text, so it pays for decoding what a caller reads (a message that is "
+    "one text part is stored as its text and needs no JSON parsing). `SQLiteSession` "
+    "`json.loads` every row into plain dicts, and `SqliteSaver` rebuilds langchain message "
+    "objects from one msgpack blob. Raw sqlite3 reads the JSON bodies and `json.loads` "
+    "them, newest 20 by primary key."
 )
 
 ASYNC_NOTE = (

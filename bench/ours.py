@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.subject import RECENT, AsyncSubject, SyncSubject, sqlite_pragmas
-from bench.workload import Turn
+from bench.workload import Turn, read_texts
 
 __all__ = ["SessionaryAsync", "SessionaryNormal", "SessionarySync"]
 
@@ -50,10 +50,10 @@ class SessionarySync(SyncSubject):
         self.session.append(item)
 
     def recent(self) -> int:
-        return len(self.session.history(limit=RECENT))
+        return read_texts(self.session.history(limit=RECENT))
 
     def full(self) -> int:
-        return len(self.session.history())
+        return read_texts(self.session.history())
 
 
 class SessionaryNormal(SessionarySync):
@@ -93,10 +93,10 @@ class SessionaryAsync(AsyncSubject):
         await self.session.append(item)
 
     async def recent(self) -> int:
-        return len(await self.session.history(limit=RECENT))
+        return read_texts(await self.session.history(limit=RECENT))
 
     async def full(self) -> int:
-        return len(await self.session.history())
+        return read_texts(await self.session.history())
 
 
 def _observed_durability(manager: Any, path: Path) -> dict[str, str]:

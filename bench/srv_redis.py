@@ -17,7 +17,7 @@ from bench.srv_common import (
     body,
     message,
 )
-from bench.workload import conversation
+from bench.workload import conversation, read_texts
 
 
 class _KVWriter(Writer):
@@ -129,13 +129,13 @@ class Redis(Backend):
             for start in range(0, depth, 1000):
                 turns = conversation(start, min(1000, depth - start))
                 handle.append_all([message(turn) for turn in turns])
-            return lambda: len(handle.history(limit=RECENT))
+            return lambda: read_texts(handle.history(limit=RECENT))
         manager = self._manager(lib)
         self.closers.append(manager.driver.close)
         for start in range(0, depth, 1000):
             turns = conversation(start, min(1000, depth - start))
             manager.append_messages(session, [message(turn) for turn in turns])
-        return lambda: len(manager.get_history(session, RECENT))
+        return lambda: read_texts(manager.get_history(session, RECENT))
 
     def settings(self) -> dict[str, str]:
         info = self.client.info()

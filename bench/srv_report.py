@@ -207,7 +207,9 @@ def _notes(plan: Plan, shortest: int, longest: int, threads_note: str) -> Iterat
         f"Redis) is timed in blocks of {plan.read_block}, interleaved over "
         f"{plan.read_rounds} round(s), at most {plan.read_budget:.0f} s per library. Raw SQL "
         f"reads `SELECT data … WHERE session_pk = %s ORDER BY seq DESC LIMIT {RECENT}` and "
-        f"`json.loads` each body; raw Redis reads `LRANGE key -{RECENT} -1`. `raw's time over "
+        f"`json.loads` each body; raw Redis reads `LRANGE key -{RECENT} -1`. sessionary's "
+        f"reads touch every returned message's text (bodies are decoded on first use, so "
+        f"a read that left them untouched would skip work the raw readers do). `raw's time over "
         f"this` is the raw median over the library's (100% = as fast as raw)."
     )
     yield (

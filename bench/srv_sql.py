@@ -20,7 +20,7 @@ from bench.srv_common import (
     message,
     new_id,
 )
-from bench.workload import conversation
+from bench.workload import conversation, read_texts
 
 
 class _RawSqlWriter(Writer):
@@ -112,7 +112,7 @@ class SqlBackend(Backend):
             for start in range(0, depth, 1000):
                 turns = conversation(start, min(1000, depth - start))
                 session.append_all([message(turn) for turn in turns])
-            return lambda: len(session.history(limit=RECENT))
+            return lambda: read_texts(session.history(limit=RECENT))
         pk = self.new_session(lib)
         conn = self.connect()
         self.closers.append(conn.close)

@@ -153,10 +153,24 @@ def test_four_processes_append_to_one_session(kind: str, place: str) -> None:
         driver.close()
 
 
+def _until_every_worker_wrote(kind: str, place: str, patience: float = 120.0) -> None:
+    """Wait until each worker has stored a batch (a loaded machine starts them slowly)."""
+    driver = open_driver(kind, place)
+    try:
+        manager = IncrementalSessionManager(driver, snapshot_frequency=FREQUENCY)
+        deadline = time.monotonic() + patience
+        while len({m.metadata["w"] for m in manager.get_history("shared", 200)}) < WORKERS:
+            assert time.monotonic() < deadline, "a worker stored nothing in time"
+            time.sleep(0.05)
+    finally:
+        driver.close()
+
+
 @pytest.mark.parametrize("kind", SHARED)
 def test_writers_killed_mid_append_leave_only_whole_batches(kind: str, place: str) -> None:
     procs = _start(kind, place, LONG)
-    time.sleep(1.0)
+    _until_every_worker_wrote(kind, place)
+    time.sleep(0.2)
     for proc in procs:
         proc.send_signal(signal.SIGKILL)
         proc.communicate()

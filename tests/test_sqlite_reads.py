@@ -55,9 +55,18 @@ def test_a_read_message_is_undecoded_until_a_body_field_is_used(
 ) -> None:
     (first, *_) = chat.history()
     assert "_stored" in vars(first) and first.role == "user" and first.id == _STORED[0].id
-    assert first.text == "plain"
+    assert first.text == "plain"  # a message stored as its text needs no decoding for it
+    assert "_stored" in vars(first)
+    assert first.parts == [TextPart("plain")]
     assert "_stored" not in vars(first)
     assert vars(first).keys() >= {"parts", "metadata", "created_at", "extra"}
+
+
+def test_parts_assigned_before_decoding_are_what_text_reads(chat: sessionary.Session) -> None:
+    first = chat.history()[0]
+    first.parts = [TextPart("replaced"), TextPart("too")]
+    assert first.text == "replaced\ntoo"
+    assert first.created_at == _STORED[0].created_at
 
 
 @pytest.mark.parametrize("field", ["parts", "metadata", "created_at", "extra"])

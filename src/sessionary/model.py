@@ -189,6 +189,9 @@ class Message:
     @property
     def text(self) -> str:
         """The message's text parts joined by newlines."""
+        fields = self.__dict__
+        if fields.get("_stored") == "" and "parts" not in fields:
+            return fields["_text"]  # type: ignore[no-any-return]  # read back as plain text
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
 
     @property

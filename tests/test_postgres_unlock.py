@@ -50,9 +50,11 @@ def test_the_statement_commits_without_waiting_and_the_connection_is_left_as_it_
             driver.run_alone("DELETE FROM t WHERE k > 2", ())
         rows = driver.run_alone("SELECT k FROM t ORDER BY k", (), unlock_early=True)
         assert rows == ([(1,), (2,)], 0)
+        assert driver.run_alone(_SETTING, ()) == ([("on",)], 0)  # restored after failures too
         # Without the flush step, the answer comes before the WAL is flushed (mostly:
         # other clients' commits flush it too, at any moment).
-        monkeypatch.setattr(postgres, "_FLUSH", "SELECT 1")
+        restore_only = "SELECT set_config('synchronous_commit', %s, false)"
+        monkeypatch.setattr(postgres, "_RELOCK_AND_FLUSH", restore_only)
         insert = "INSERT INTO t VALUES (%s) RETURNING pg_current_wal_insert_lsn()::text"
         flushed = "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn"
         unflushed = 0
@@ -60,6 +62,21 @@ def test_the_statement_commits_without_waiting_and_the_connection_is_left_as_it_
             ((inserted,),), _ = driver.run_alone(insert, (k,), unlock_early=True)
             unflushed += driver.run_alone(flushed, (inserted,)) == ([(False,)], 0)
         assert unflushed
+    finally:
+        driver.close()
+
+
+def test_a_connection_whose_setting_was_not_restored_is_never_reused(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver = _driver(postgres_url)  # a pool of one connection
+    try:
+        failing = "SELECT 1 / 0, %s"
+        monkeypatch.setattr(postgres, "_RELOCK_AND_FLUSH", failing)
+        with pytest.raises(sessionary.StoreError):
+            driver.run_alone("SELECT 1", (), unlock_early=True)
+        monkeypatch.undo()
+        assert driver.run_alone(_SETTING, ()) == ([("on",)], 0)
     finally:
         driver.close()
 

@@ -21,19 +21,23 @@ Unlocking early (`run_alone(..., unlock_early=True)`, the store's appends to a s
 that other writers append to as well): a transaction that commits with
 `synchronous_commit = on` keeps its row locks until the WAL is flushed past its commit
 record, so writers queued on one row get one commit per flush, where writers on distinct
-rows share each flush. So the statement's transaction turns `synchronous_commit` off
-(`set_config(..., true)`, sent right after it in pipeline mode, where one transaction
-runs up to the sync): its changes are visible and its locks released as soon as it
-commits. Unless it wrote nothing (it has no xid), a second transaction follows, a round
-trip later: it writes a transactional WAL message (an xid and a record, so that its
-commit waits for the flush; `pg_logical_emit_message`, which every role may run unless
-it was revoked: checked when the pool starts) and commits under the connection's own
-`synchronous_commit`, so its answer comes once the WAL is flushed (and, with synchronous
-replication, confirmed) past that commit, which comes after the statement's in the one
-linear WAL. A write that builds on the statement's (an append under the new head)
-commits after it, so it cannot survive a crash without it. Until the flush another
-reader can see the change, which a server crash could still remove: its writer has not
-been answered yet.
+rows share each flush. So the connection turns `synchronous_commit` off for its session
+just before the statement (a round trip of its own, which also reads the setting to
+restore): the statement then goes out as one message with its Sync, and its transaction
+commits, makes its changes visible and releases its locks as soon as it has run, with no
+wait for the flush nor for the client. (Set inside the statement's own transaction, in
+pipeline mode, the setting left the row locked while the server waited for the client's
+Sync, which a busy client sends late.) A third round trip restores the setting and, in
+the same transaction, writes a transactional WAL message (an xid and a record, so that
+its commit waits for the flush; `pg_logical_emit_message`, which every role may run
+unless it was revoked: checked when the pool starts): it commits under the connection's
+own `synchronous_commit`, so its answer comes once the WAL is flushed (and, with
+synchronous replication, confirmed) past that commit, which comes after the statement's
+in the one linear WAL. It runs whether or not the statement succeeded; a connection whose
+setting could not be restored is closed, never reused. A write that builds on the
+statement's (an append under the new head) commits after it, so it cannot survive a
+crash without it. Until the flush another reader can see the change, which a server
+crash could still remove: its writer has not been answered yet.
 """
 
 from __future__ import annotations
@@ -184,10 +188,17 @@ _CAN_FLUSH = (
     "SELECT has_function_privilege("
     "'pg_catalog.pg_logical_emit_message(boolean, text, text)', 'EXECUTE')"
 )
-_UNLOCKED = (
-    "SELECT set_config('synchronous_commit', 'off', true), txid_current_if_assigned() IS NOT NULL"
+_UNLOCK = (
+    "SELECT current_setting('synchronous_commit'), "
+    "set_config('synchronous_commit', 'off', false) IS NOT NULL"
 )
-_FLUSH = "SELECT pg_logical_emit_message(true, 'sessionary', '')"
+"""The connection's own setting, kept, then off for the session (the next statement)."""
+_RELOCK_AND_FLUSH = (
+    "SELECT set_config('synchronous_commit', %s, false), "
+    "pg_logical_emit_message(true, 'sessionary', '')"
+)
+"""The kept setting back, and a WAL message whose synchronous commit flushes past the
+statement's commit."""
 
 
 def _unbounded() -> None:
@@ -275,21 +286,23 @@ class AsyncPostgresDriver:
 
         Returns its rows (none if it returns none) and the rows it changed. With
         `unlock_early` its row locks are released before the WAL flush, and it returns
-        once the flush covers its commit, a round trip later (see the module), where
+        once the flush covers its commit (two more round trips, see the module), where
         the role may write a WAL message; else it commits as usual.
         """
         async with self._connection() as (conn, _):
             if unlock_early and self._can_flush:
-                async with conn.pipeline() as pipeline:  # one transaction up to the sync
+                kept = (await (await conn.execute(_UNLOCK)).fetchone() or ("on",))[:1]
+                try:
                     cursor = await conn.execute(sql, params)
-                    # Never prepared: psycopg would count it prepared even where a failed
-                    # statement before it made the server skip it.
-                    unlocked = await conn.execute(_UNLOCKED, prepare=False)
-                    await pipeline.sync()
-                    if (await unlocked.fetchone()) != ("off", False):  # unless it wrote nothing
-                        await conn.execute(_FLUSH)
-            else:
-                cursor = await conn.execute(sql, params)
+                    found = await cursor.fetchall() if cursor.description is not None else None
+                finally:
+                    try:
+                        await conn.execute(_RELOCK_AND_FLUSH, kept)
+                    except BaseException:
+                        await conn.close()  # never back in the pool with the setting off
+                        raise
+                return ([], cursor.rowcount) if found is None else (found, 0)
+            cursor = await conn.execute(sql, params)
             if cursor.description is None:
                 return [], cursor.rowcount
             return await cursor.fetchall(), 0
@@ -433,14 +446,18 @@ class PostgresDriver:
         """Run one statement in autocommit mode; see `AsyncPostgresDriver.run_alone`."""
         with self._connection() as (conn, _):
             if unlock_early and self._can_flush:
-                with conn.pipeline() as pipeline:
+                kept = (conn.execute(_UNLOCK).fetchone() or ("on",))[:1]
+                try:
                     cursor = conn.execute(sql, params)
-                    unlocked = conn.execute(_UNLOCKED, prepare=False)
-                    pipeline.sync()
-                    if unlocked.fetchone() != ("off", False):
-                        conn.execute(_FLUSH)
-            else:
-                cursor = conn.execute(sql, params)
+                    found = cursor.fetchall() if cursor.description is not None else None
+                finally:
+                    try:
+                        conn.execute(_RELOCK_AND_FLUSH, kept)
+                    except BaseException:
+                        conn.close()
+                        raise
+                return ([], cursor.rowcount) if found is None else (found, 0)
+            cursor = conn.execute(sql, params)
             if cursor.description is None:
                 return [], cursor.rowcount
             return cursor.fetchall(), 0

@@ -189,9 +189,10 @@ class Message:
     @property
     def text(self) -> str:
         """The message's text parts joined by newlines."""
-        fields = self.__dict__
-        if fields.get("_stored") == "" and "parts" not in fields:
-            return fields["_text"]  # type: ignore[no-any-return]  # read back as plain text
+        # Read back as plain text and not decoded: the stored text is the answer. (A plain
+        # attribute read first, so that an ordinary message never builds its `__dict__`.)
+        if getattr(self, "_stored", None) == "" and "parts" not in self.__dict__:
+            return self._text  # type: ignore[attr-defined,no-any-return]
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
 
     @property

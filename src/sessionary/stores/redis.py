@@ -386,9 +386,7 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
         keys = self._keys(scope).session(session_id)
         result = await self._read("read_path", keys, leaf or "", limit or 0, "path")
         _check_status(result[0], session_id, leaf)
-        first = int(result[1])
-        with gc_paused():
-            return [entry_message(entry, first) for entry in reversed(result[2:])]
+        return _path_messages(result, 2)
 
     async def get_path_and_document(
         self,
@@ -406,10 +404,8 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
         member = f"{namespace}\n{key}"
         result = await self._read("read_path_document", keys, leaf or "", limit or 0, member)
         _check_status(result[0], session_id, leaf)
-        first = int(result[1])
         doc = version_document(member, result[2], result[3]) if result[2] else None
-        with gc_paused():
-            return [entry_message(entry, first) for entry in reversed(result[4:])], doc
+        return _path_messages(result, 4), doc
 
     async def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
         keys = self._keys(scope).session(session_id)
@@ -632,6 +628,13 @@ def _updated_row(old_row: str, update: SessionUpdate, clock: Clock) -> str:
         info.ttl_sliding = update.ttl_sliding
     info.version += 1
     return row_text(info)
+
+
+def _path_messages(result: list[Any], start: int) -> list[Message]:
+    """The messages of a path script's answer from `start` on (the leaf first), root first."""
+    first = int(result[1])
+    with gc_paused():
+        return [entry_message(entry, first) for entry in reversed(result[start:])]
 
 
 def _check_status(status: str, session_id: str, message_id: str | None) -> None:

@@ -120,6 +120,27 @@ def test_empty_missing_and_unknown(manager: SessionManager) -> None:
 
 
 @pytest.mark.requires("documents")
+def test_scope_is_a_wall(manager: SessionManager) -> None:
+    # The same session id in another user's and another tenant's scope: each read sees
+    # its own scope's messages and document, never the other's.
+    others = [
+        SessionManager(manager.store, tenant=manager.scope.tenant, user="someone-else"),
+        SessionManager(manager.store, tenant="another-tenant", user=manager.scope.user),
+    ]
+    session_id, ids = _chat(manager, 5)
+    _document(manager, session_id, versions=2)
+    for other in others:
+        assert _same(other, session_id, None, 20) is sessionary.SessionNotFound
+        other.create(id=session_id)
+        assert _same(other, session_id, None, 20) == ([], None)
+        mine = other.session(session_id).append(Message.user("theirs"))
+        assert _same(other, session_id, None, 20) == ([mine], None)
+        assert _same(other, session_id, ids[1], 20) is sessionary.MessageNotFound
+    path, doc = _same(manager, session_id, None, 20)
+    assert [m.id for m in path] == ids and doc is not None and doc.body["v"] == 1
+
+
+@pytest.mark.requires("documents")
 @pytest.mark.parametrize("sliding", [False, True])
 def test_an_expired_session_is_not_found(store_url: str, sliding: bool) -> None:
     clock = FakeClock()

@@ -51,7 +51,7 @@ def main(seconds: float, writers: int) -> None:
     run_alone = postgres.PostgresDriver.run_alone
 
     def counted(self: Any, sql: str, params: Any, unlock_early: bool = False) -> Any:
-        paths[unlock_early and self._can_flush] += 1
+        paths[unlock_early] += 1
         return run_alone(self, sql, params, unlock_early)
 
     postgres.PostgresDriver.run_alone = counted  # type: ignore[method-assign]

@@ -104,9 +104,8 @@ def test_the_answer_comes_after_the_flush_covers_the_commit(postgres_url: str) -
         driver.close()
 
 
-def test_appends_to_a_session_another_writer_moves_unlock_early(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _spy_on_unlocks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each `run_alone` call's `unlock_early`, in order, from now on."""
     early: list[bool] = []
     run_alone = postgres.PostgresDriver.run_alone
 
@@ -115,6 +114,13 @@ def test_appends_to_a_session_another_writer_moves_unlock_early(
         return run_alone(self, sql, params, unlock_early)
 
     monkeypatch.setattr(postgres.PostgresDriver, "run_alone", spy)
+    return early
+
+
+def test_appends_to_a_session_another_writer_moves_unlock_early(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    early = _spy_on_unlocks(monkeypatch)
     with (
         sessionary.SessionManager(postgres_url) as one,
         sessionary.SessionManager(postgres_url) as two,
@@ -142,14 +148,7 @@ def test_appends_to_a_session_another_writer_moves_unlock_early(
 def test_eight_writers_on_one_session_form_one_chain_unlocking_early(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    early: list[bool] = []
-    run_alone = postgres.PostgresDriver.run_alone
-
-    def spy(self: Any, sql: str, params: Any, unlock_early: bool = False) -> Any:
-        early.append(unlock_early)
-        return run_alone(self, sql, params, unlock_early)
-
-    monkeypatch.setattr(postgres.PostgresDriver, "run_alone", spy)
+    early = _spy_on_unlocks(monkeypatch)
     managers = [sessionary.SessionManager(postgres_url) for _ in range(8)]
     try:
         managers[0].create(id="s")

@@ -6,9 +6,10 @@ Eight threads (by default), each with its own sync `SessionManager` as the serve
 benchmark's writers have, append to one session in a scratch schema for `seconds`
 (default 4), while another connection samples `pg_stat_activity` every 2 ms. Prints the
 rate, how many appends took the early-unlock path (see `sessionary.stores.postgres`),
-and the commonest wait events of the run's active backends by the statement they run
-(`WITH`: the append; `SELECT`: the unlock and flush steps). A lock holder on CPU or in
-`Client:ClientRead` under `WITH` is time the session's row stays locked.
+and the commonest wait events of the run's active backends (this process's only: its
+connections carry the application name `probe_pg_shared`) by the statement they run
+(`WITH`: the append; `SELECT`: the flush after an early unlock). A lock holder on CPU
+or in `Client:ClientRead` under `WITH` is time the session's row stays locked.
 
 Server: `$SESSIONARY_TEST_POSTGRES` (default `postgresql://postgres@127.0.0.1:5432/test`).
 """
@@ -33,7 +34,8 @@ SERVER = os.environ.get("SESSIONARY_TEST_POSTGRES", "postgresql://postgres@127.0
 SAMPLE = (
     "SELECT coalesce(wait_event_type, 'CPU') || ':' || coalesce(wait_event, ''), "
     "split_part(ltrim(query), ' ', 1) FROM pg_stat_activity "
-    "WHERE state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+    "WHERE state = 'active' AND application_name = 'probe_pg_shared' "
+    "AND pid <> pg_backend_pid()"
 )
 
 
@@ -43,15 +45,17 @@ def _sample(stop: float, events: collections.Counter[tuple[str, str]]) -> None:
         while time.monotonic() < stop:
             for event, statement in conn.execute(SAMPLE):
                 events[event, statement] += 1
+            events["(samples taken)", ""] += 1
             time.sleep(0.002)
 
 
 def main(seconds: float, writers: int) -> None:
+    os.environ["PGAPPNAME"] = "probe_pg_shared"  # libpq names every connection so
     paths: collections.Counter[bool] = collections.Counter()
     run_alone = postgres.PostgresDriver.run_alone
 
     def counted(self: Any, sql: str, params: Any, unlock_early: bool = False) -> Any:
-        paths[unlock_early and self._can_flush] += 1
+        paths[unlock_early] += 1
         return run_alone(self, sql, params, unlock_early)
 
     postgres.PostgresDriver.run_alone = counted  # type: ignore[method-assign]
@@ -85,7 +89,8 @@ def main(seconds: float, writers: int) -> None:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     print(f"{sum(done) / elapsed:,.0f} appends/s with {writers} writers on one session")
     print(f"early unlock: {paths[True]:,} statements, plain: {paths[False]:,}")
-    print("samples  wait event  statement")
+    rounds = events.pop(("(samples taken)", ""), 0)
+    print(f"samples  wait event  statement  (of {rounds:,} samples of every backend)")
     for (event, statement), count in events.most_common(12):
         print(f"{count:7,}  {event}  {statement}")
 

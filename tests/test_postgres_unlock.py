@@ -1,8 +1,9 @@
 """PostgreSQL's early unlock: appends to a shared session release the row before the flush.
 
-`run_alone(..., unlock_early=True)` commits its statement with `synchronous_commit` off
-and answers only after a second transaction's synchronous commit, whose flush covers the
-statement's commit (see stores/postgres.py).
+`PostgresDialect.unlocked_append_sql` turns `synchronous_commit` off for its own
+transaction, and `run_alone(..., unlock_early=True)` answers only after a second
+transaction's synchronous commit, whose flush covers the statement's commit (see
+stores/postgres.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +23,19 @@ import pytest
 import sessionary
 from sessionary import AlreadyExists, Message
 from sessionary.stores import postgres
+from sessionary.stores._postgres_sql import _UNLOCKED
 
 pytestmark = pytest.mark.postgres
 
 _SETTING = "SELECT current_setting('synchronous_commit')"
+_INSERT = f"INSERT INTO t SELECT k FROM (VALUES (%s), (%s)) AS v (k) WHERE {_UNLOCKED} IS NOT NULL"
+"""Two rows, committed as `unlocked_append_sql` commits."""
+_AT = (
+    f"INSERT INTO t SELECT %s WHERE {_UNLOCKED} IS NOT NULL "
+    "RETURNING pg_current_wal_insert_lsn()::text"
+)
+"""A row, committed so, and where the WAL's insertion stood after it went in."""
+_FLUSHED = "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn"
 
 
 def _driver(url: str) -> postgres.PostgresDriver:
@@ -38,43 +50,40 @@ def test_the_statement_commits_without_waiting_and_the_connection_is_left_as_it_
 ) -> None:
     driver = _driver(postgres_url)
     try:
-        assert driver._can_flush  # the test role may write a WAL message
+        assert driver.unlocks_early  # the test role may write a WAL message
         driver.run_alone("CREATE TABLE t (k INTEGER PRIMARY KEY)", ())
-        insert = "INSERT INTO t VALUES (%s), (%s)"
-        assert driver.run_alone(insert, (1, 2), unlock_early=True) == ([], 2)
+        assert driver.run_alone(_INSERT, (1, 2), unlock_early=True) == ([], 2)
         assert driver.run_alone(_SETTING, ()) == ([("on",)], 0)  # the one pooled connection
         for _ in range(8):  # past psycopg's threshold for preparing what it sends again
             with pytest.raises(AlreadyExists):  # its transaction is rolled back, whole
-                driver.run_alone("INSERT INTO t VALUES (%s), (%s)", (3, 1), unlock_early=True)
-            assert driver.run_alone(insert, (4, 5), unlock_early=True) == ([], 2)
+                driver.run_alone(_INSERT, (3, 1), unlock_early=True)
+            assert driver.run_alone(_SETTING, ()) == ([("on",)], 0)
+            assert driver.run_alone(_INSERT, (4, 5), unlock_early=True) == ([], 2)
             driver.run_alone("DELETE FROM t WHERE k > 2", ())
         rows = driver.run_alone("SELECT k FROM t ORDER BY k", (), unlock_early=True)
         assert rows == ([(1,), (2,)], 0)
-        assert driver.run_alone(_SETTING, ()) == ([("on",)], 0)  # restored after failures too
+        assert driver.run_alone(_SETTING, ()) == ([("on",)], 0)
         # Without the flush step, the answer comes before the WAL is flushed (mostly:
         # other clients' commits flush it too, at any moment).
-        restore_only = "SELECT set_config('synchronous_commit', %s, false)"
-        monkeypatch.setattr(postgres, "_RELOCK_AND_FLUSH", restore_only)
-        insert = "INSERT INTO t VALUES (%s) RETURNING pg_current_wal_insert_lsn()::text"
-        flushed = "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn"
+        monkeypatch.setattr(postgres, "_FLUSH", "SELECT 1")
         unflushed = 0
         for k in range(10, 30):
-            ((inserted,),), _ = driver.run_alone(insert, (k,), unlock_early=True)
-            unflushed += driver.run_alone(flushed, (inserted,)) == ([(False,)], 0)
+            ((inserted,),), _ = driver.run_alone(_AT, (k,), unlock_early=True)
+            unflushed += driver.run_alone(_FLUSHED, (inserted,)) == ([(False,)], 0)
         assert unflushed
     finally:
         driver.close()
 
 
-def test_a_connection_whose_setting_was_not_restored_is_never_reused(
+def test_a_failed_flush_is_an_error_not_an_answer(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    driver = _driver(postgres_url)  # a pool of one connection
+    driver = _driver(postgres_url)
     try:
-        failing = "SELECT 1 / 0, %s"
-        monkeypatch.setattr(postgres, "_RELOCK_AND_FLUSH", failing)
+        driver.run_alone("CREATE TABLE t (k INTEGER PRIMARY KEY)", ())
+        monkeypatch.setattr(postgres, "_FLUSH", "SELECT 1 / 0")
         with pytest.raises(sessionary.StoreError):
-            driver.run_alone("SELECT 1", (), unlock_early=True)
+            driver.run_alone(_INSERT, (1, 2), unlock_early=True)
         monkeypatch.undo()
         assert driver.run_alone(_SETTING, ()) == ([("on",)], 0)
     finally:
@@ -88,18 +97,15 @@ def test_the_answer_comes_after_the_flush_covers_the_commit(postgres_url: str) -
     driver = _driver(postgres_url)
     try:
         driver.run_alone("CREATE TABLE t (k INTEGER)", ())
-        insert = "INSERT INTO t VALUES (%s) RETURNING pg_current_wal_insert_lsn()::text"
         for k in range(20):
-            ((inserted,),), _ = driver.run_alone(insert, (k,), unlock_early=True)
-            flushed = "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn"
-            assert driver.run_alone(flushed, (inserted,)) == ([(True,)], 0)
+            ((inserted,),), _ = driver.run_alone(_AT, (k,), unlock_early=True)
+            assert driver.run_alone(_FLUSHED, (inserted,)) == ([(True,)], 0)
     finally:
         driver.close()
 
 
-def test_appends_to_a_session_another_writer_moves_unlock_early(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _spy_on_unlocks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each `run_alone` call's `unlock_early`, in order, from now on."""
     early: list[bool] = []
     run_alone = postgres.PostgresDriver.run_alone
 
@@ -108,6 +114,13 @@ def test_appends_to_a_session_another_writer_moves_unlock_early(
         return run_alone(self, sql, params, unlock_early)
 
     monkeypatch.setattr(postgres.PostgresDriver, "run_alone", spy)
+    return early
+
+
+def test_appends_to_a_session_another_writer_moves_unlock_early(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    early = _spy_on_unlocks(monkeypatch)
     with (
         sessionary.SessionManager(postgres_url) as one,
         sessionary.SessionManager(postgres_url) as two,
@@ -130,6 +143,35 @@ def test_appends_to_a_session_another_writer_moves_unlock_early(
         history = one.session("s").history()
         assert [m.id for m in history] == written
         assert [m.parent_id for m in history] == [None, *written[:-1]]
+
+
+def test_eight_writers_on_one_session_form_one_chain_unlocking_early(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    early = _spy_on_unlocks(monkeypatch)
+    managers = [sessionary.SessionManager(postgres_url) for _ in range(8)]
+    try:
+        managers[0].create(id="s")
+        start = threading.Barrier(8)
+
+        def write(n: int) -> list[str]:
+            session = managers[n].session("s")
+            start.wait()
+            return [session.append(Message.user(f"w{n} #{i}")).id for i in range(25)]
+
+        with ThreadPoolExecutor(8) as pool:
+            acked = [mid for ids in pool.map(write, range(8)) for mid in ids]
+        assert any(early)  # the writers did find the head moved, and unlocked early
+        history = managers[0].session("s").history()
+        assert sorted(m.id for m in history) == sorted(acked)  # none lost, none twice
+        assert [m.parent_id for m in history] == [None, *(m.id for m in history[:-1])]
+        assert managers[0].session("s").message_count() == 200
+        for n in range(8):  # each writer's messages in the order it wrote them
+            mine = [m.text for m in history if m.text.startswith(f"w{n} ")]
+            assert mine == [f"w{n} #{i}" for i in range(25)]
+    finally:
+        for manager in managers:
+            manager.close()
 
 
 _KILLED_WRITER = """

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import doctest
+import random
+import string
 import sys
 import threading
 from typing import Any
@@ -17,12 +19,13 @@ import pytest
 import sessionary
 from sessionary import Message
 from sessionary.errors import BackendNotInstalled, InvalidURL, SchemaError, StoreUnavailable
-from sessionary.query import parse_query
+from sessionary.query import parse_query, words
 from sessionary.records import Scope, SessionInfo
 from sessionary.stores import _mysql_sql, _postgres_sql
 from sessionary.stores import _sql_common as shared
 from sessionary.stores._common import prepare_messages
 from sessionary.stores._sql_common import search_text
+from sessionary.stores._textmatch import fold
 from sessionary.stores.mysql import connect_options
 from sessionary.stores.urls import parse_store_url
 
@@ -229,6 +232,15 @@ def test_postgres_never_asks_for_a_headline_and_searches_folded_words() -> None:
     assert dialect.index_text("Naïve CAFÉ, ½!") == "naive cafe 1 2"
 
 
+def test_postgres_folds_ascii_text_in_one_pass_to_the_same_words() -> None:
+    rng = random.Random(18)
+    alphabet = string.ascii_letters + string.digits + string.punctuation + " \t\n_"
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(40)))
+        by_word = [part for word in words(text) for part in words(fold(word))]
+        assert _postgres_sql.folded_words(text) == by_word
+
+
 def test_every_word_is_searchable(server_url: str) -> None:
     with sessionary.SessionManager(server_url) as manager:
         chat = manager.create()
@@ -430,3 +442,60 @@ def test_a_version_3_postgres_schema_gets_folded_unstemmed_search(postgres_url: 
         hits = new.store.search_documents(*owner, None, parse_query("cafe deployed"), 5)
         assert [h.key for h in hits] == ["k"]
     assert _migrations(postgres_url) == _migration_names(postgres_url)
+
+
+def _list_all(manager: Any, limit: int) -> list[str]:
+    """Every session's id, page by page, as `list` ranks them."""
+    ids: list[str] = []
+    cursor = None
+    while True:
+        page = manager.list(limit=limit, cursor=cursor)
+        ids += [info.id for info in page.items]
+        if page.next_cursor is None:
+            return ids
+        cursor = page.next_cursor
+
+
+def test_a_version_4_postgres_schema_lists_sessions_by_activity_after_the_upgrade(
+    postgres_url: str,
+) -> None:
+    """Version 5 ranks sessions by the second of their last activity, then to the µs."""
+    with sessionary.SessionManager(postgres_url) as old:
+        store: Any = old.store
+        store._dialect.migrations = store._dialect.migrations[:4]  # this instance only
+        store._dialect.activity_bucket = None
+        for n in range(7):
+            old.create(id=f"s{n}").append(Message.user(f"before the upgrade {n}"))
+        # Ties to the microsecond, seconds apart, and within one second, in no id order.
+        times = [5_000_000, 7_999_999, 7_000_001, 7_000_001, 7_000_001, 9_000_000, 7_500_000]
+        with store._begin() as tx:
+            for n, at in enumerate(times):
+                tx.execute("UPDATE sessions SET updated_us = %s WHERE id = %s", (at, f"s{n}"))
+    with sessionary.SessionManager(postgres_url) as new:
+        expected = sorted(range(7), key=lambda n: (times[n], f"s{n}"), reverse=True)
+        for limit in (1, 2, 3, 7):
+            assert _list_all(new, limit) == [f"s{n}" for n in expected]
+        new.session("s0").append(Message.assistant("after it"))  # s0 is the newest now
+        assert _list_all(new, 2)[0] == "s0"
+        assert [m.text for m in new.session("s0").history()] == [
+            "before the upgrade 0",
+            "after it",
+        ]
+    assert _migrations(postgres_url) == _migration_names(postgres_url)
+
+
+def test_an_append_changes_no_column_an_index_of_sessions_holds(postgres_url: str) -> None:
+    # So that its UPDATE of the session's row is heap-only (HOT): no new index entries,
+    # however many appends one session takes.
+    with sessionary.SessionManager(postgres_url) as manager:
+        store: Any = manager.store
+        manager.create(id="s").append(Message.user("hello"))
+        with store._begin() as tx:
+            indexed = tx.fetchall(
+                "SELECT DISTINCT a.attname FROM pg_index AS i JOIN pg_attribute AS a "
+                "ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) "
+                "WHERE i.indrelid = 'sessions'::regclass"
+            )
+    changed = {"head_id", "head_depth", "message_count", "updated_us"}
+    assert {"tenant", "user_id", "id", "active_s"} <= {row[0] for row in indexed}
+    assert not changed & {row[0] for row in indexed}

@@ -24,6 +24,12 @@ positions per word and none past 16,383, so a phrase is found only among a word'
 256 occurrences in a message and within its first 16,383 words, and a word over 2,047
 bytes is not indexed (nor searched: its group matches nothing).
 
+Sessions are listed by `active_s`, the second of their last activity (`updated_us`,
+which every append moves), then by `updated_us` within it (an incremental sort of the
+few rows that share the second): an append's UPDATE of its session then changes no
+indexed column, except once a second, and is heap-only (HOT), writing no index entry
+and leaving none behind for the next lock to step over.
+
 Documents keep their own text in `documents.text` (returned as written) and its words in
 `documents.search` (as `messages.text` does), which the `tsvector` column indexes; only a
 document's latest version is in that row, so only latest versions can match.
@@ -137,6 +143,10 @@ _V3: tuple[str, ...] = (
     "CREATE INDEX sessions_ttl ON sessions (ttl_us) WHERE ttl_us IS NOT NULL",
 )
 
+_UNLOCKED = "set_config('synchronous_commit', 'off', true)"
+"""Evaluated on the session's row, so that the statement's commit does not wait for the
+flush (the driver flushes after it, see `stores.postgres`)."""
+
 _FOLD = r"regexp_replace(normalize(lower({}), NFKD), U&'[\0300-\036F]', '', 'g')"
 """Folds a column of words in SQL much as `fold` does (for rows written before v4)."""
 
@@ -152,6 +162,16 @@ _V4: tuple[str, ...] = (
     "ALTER TABLE documents ADD COLUMN search_tsv TSVECTOR "
     f"GENERATED ALWAYS AS (to_tsvector({_CONFIG}::regconfig, search)) STORED",
     "CREATE INDEX documents_search ON documents USING gin (search_tsv)",
+)
+
+_V5: tuple[str, ...] = (
+    # An append's UPDATE of the session then changes no indexed column (the second
+    # mostly), so it is a heap-only update: no new entry in the session's indexes.
+    "ALTER TABLE sessions ADD COLUMN active_s BIGINT "
+    "GENERATED ALWAYS AS (updated_us / 1000000) STORED",
+    "DROP INDEX sessions_activity",
+    "CREATE INDEX sessions_activity ON sessions (tenant, user_id, active_s)",
+    "ALTER TABLE sessions SET (fillfactor = 80)",  # room on the page for those updates
 )
 
 
@@ -170,7 +190,9 @@ class PostgresDialect(Dialect):
         (2, "versioned documents with a tsvector index", _V2),
         (3, "a TTL per session (retention), sliding or fixed", _V3),
         (4, "search indexes of folded whole words, unstemmed", _V4),
+        (5, "sessions listed by activity to the second, so appends update no index", _V5),
     )
+    activity_bucket = ("active_s", "{}::bigint / 1000000")
 
     def append_sql(self, count: int) -> str:
         """One statement, run alone (autocommit): lock, check the head, insert, move it.
@@ -179,10 +201,21 @@ class PostgresDialect(Dialect):
         that changed while the lock waited), so the chain hangs under the current head;
         the row lock queues concurrent appenders as a transaction would.
         """
+        return self._append_sql(count, "")
+
+    def unlocked_append_sql(self, count: int) -> str:
+        """`append_sql`, turning `synchronous_commit` off for its own transaction.
+
+        The setting is local to the statement's transaction (its commit reads it, then
+        it reverts), so the connection is left as it was whatever happens.
+        """
+        return self._append_sql(count, f" AND {_UNLOCKED} IS NOT NULL")
+
+    def _append_sql(self, count: int, unlocked: str) -> str:
         values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * count)
         return f"""WITH s AS (
     SELECT pk, head_id, head_depth FROM sessions
-    WHERE tenant = %s AND user_id = %s AND id = %s AND ttl_us IS NULL FOR UPDATE
+    WHERE tenant = %s AND user_id = %s AND id = %s AND ttl_us IS NULL{unlocked} FOR UPDATE
 ), ok AS (
     SELECT pk, head_id, head_depth FROM s WHERE %s::boolean OR head_id IS NOT DISTINCT FROM %s::text
 ), v (n, id, parent_id, role, created_us, data, text) AS (
@@ -315,6 +348,8 @@ def folded_words(text: str) -> list[str]:
 
     (Folding ``½`` gives ``1``, a fraction slash and ``2``; PostgreSQL's parser splits it.)
     """
+    if text.isascii():  # folding is lowering, which moves no word's bounds: one pass
+        return words(text.lower())
     return [part for word in words(text) for part in words(fold(word))]
 
 

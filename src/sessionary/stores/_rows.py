@@ -97,13 +97,16 @@ def list_sql(
     order: str = "updated_us",
     table: str = "sessions",
     now_us: int | None = None,
+    bucket: tuple[str, str] | None = None,
 ) -> tuple[str, list[Any]]:
     """The statement listing sessions, most recently active first, one row past `limit`.
 
     `mark` is the driver's placeholder (`%s`, or `?` for sqlite3). `order` is the column
     that ranks activity (SQLite ranks by `active_us`, which it selects after the others).
     `table` is where the rows come from (SQLite reads its `sessions_now` view). With
-    `now_us`, sessions expired by then are left out.
+    `now_us`, sessions expired by then are left out. `bucket` is a coarser ranking column
+    that an index keeps in order, and its value for a given `order` value (see
+    `Dialect.activity_bucket`): rows are read by it, then sorted by `order` within it.
     """
     clauses = [f"tenant = {mark}", f"user_id = {mark}"]
     params: list[Any] = [scope.tenant, scope.user]
@@ -117,14 +120,16 @@ def list_sql(
             params.append(value)
     if where.ended is not None:
         clauses.append("end_reason IS NOT NULL" if where.ended else "end_reason IS NULL")
+    ranks = order if bucket is None else f"{bucket[0]}, {order}"
     if cursor is not None:
         after_us, after_id = decode_cursor(cursor, int, str)
-        clauses.append(f"({order}, id) < ({mark}, {mark})")
-        params.extend([after_us, after_id])
+        after = f"{mark}, {mark}" if bucket is None else f"{bucket[1].format(mark)}, {mark}, {mark}"
+        clauses.append(f"({ranks}, id) < ({after})")
+        params.extend([after_us, after_id] if bucket is None else [after_us, after_us, after_id])
     columns = SESSION_COLUMNS if order == "updated_us" else f"{SESSION_COLUMNS}, {order}"
     sql = (
         f"SELECT {columns} FROM {table} WHERE {' AND '.join(clauses)} "
-        f"ORDER BY {order} DESC, id DESC LIMIT {mark}"
+        f"ORDER BY {ranks.replace(',', ' DESC,')} DESC, id DESC LIMIT {mark}"
     )
     return sql, [*params, limit + 1]
 

@@ -178,6 +178,10 @@ class Dialect:
     """DDL creating `sessionary_migrations (version, name, applied_at)` if missing."""
     current_schema = "DATABASE()"
     """The SQL naming the schema (database) unqualified table names resolve to."""
+    activity_bucket: tuple[str, str] | None = None
+    """A column ranking sessions by activity more coarsely than `updated_us` does, and
+    its value for a given `updated_us` (a format string of a placeholder); or None.
+    Sessions are listed by it, then by `updated_us` (see `_rows.list_sql`)."""
 
     def migration_lock(self) -> tuple[str, ...]:
         """Statements run first in the migration transaction: take the migration lock."""
@@ -231,6 +235,13 @@ class Dialect:
         returns one row if the session exists: the head before (id), 1 if it appended,
         the session's pk and the head's depth before. Its parameters are those
         `append_params` builds. A stored id makes it fail as a duplicate key, whole.
+        """
+        raise NotImplementedError
+
+    def unlocked_append_sql(self, count: int) -> str:
+        """`append_sql`, its transaction committing without waiting for the log's flush.
+
+        For a driver that `unlocks_early`, which flushes after it before answering.
         """
         raise NotImplementedError
 

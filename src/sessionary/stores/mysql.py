@@ -270,6 +270,8 @@ class AsyncMySQLDriver:
         timeout: Seconds one request may wait for its answer (see the module).
     """
 
+    unlocks_early = False  # see `AsyncDriver.unlocks_early`
+
     def __init__(
         self,
         url: str,
@@ -506,6 +508,8 @@ class _Pool:
 
 class MySQLDriver:
     """PyMySQL connections in a thread-safe pool; see `AsyncMySQLDriver`."""
+
+    unlocks_early = False  # see `AsyncDriver.unlocks_early`
 
     def __init__(
         self,

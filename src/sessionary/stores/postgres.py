@@ -21,20 +21,21 @@ Unlocking early (`run_alone(..., unlock_early=True)`, the store's appends to a s
 that other writers append to as well): a transaction that commits with
 `synchronous_commit = on` keeps its row locks until the WAL is flushed past its commit
 record, so writers queued on one row get one commit per flush, where writers on distinct
-rows share each flush. So the connection turns `synchronous_commit` off for its session
-just before the statement (a round trip of its own, which also reads the setting to
-restore): the statement then goes out as one message with its Sync, and its transaction
-commits, makes its changes visible and releases its locks as soon as it has run, with no
-wait for the flush nor for the client. (Set inside the statement's own transaction, in
+rows share each flush. So such an append's statement turns `synchronous_commit` off for
+its own transaction (`PostgresDialect.unlocked_append_sql`: `set_config(..., true)`, which
+its commit reads and which then reverts, so the connection is left as it was whatever
+happens): it goes out as one message with its Sync, and its transaction commits, makes
+its changes visible and releases its locks as soon as it has run, with no wait for the
+flush nor for the client. (Set by a statement of its own in the same transaction, in
 pipeline mode, the setting left the row locked while the server waited for the client's
-Sync, which a busy client sends late.) A third round trip restores the setting and, in
-the same transaction, writes a transactional WAL message (an xid and a record, so that
-its commit waits for the flush; `pg_logical_emit_message`, which every role may run
-unless it was revoked: checked when the pool starts): it commits under the connection's
-own `synchronous_commit`, so its answer comes once the WAL is flushed (and, with
-synchronous replication, confirmed) past that commit, which comes after the statement's
-in the one linear WAL. It runs whether or not the statement succeeded; a connection whose
-setting could not be restored is closed, never reused. A write that builds on the
+Sync, which a busy client sends late.) A second round trip then writes a transactional
+WAL message (an xid and a record, so that its commit waits for the flush;
+`pg_logical_emit_message`, which every role may run unless it was revoked: checked when
+the pool starts, `unlocks_early`) and commits it under the connection's own
+`synchronous_commit`, so its answer comes once the WAL is flushed (and, with synchronous
+replication, confirmed) past that commit, which comes after the statement's in the one
+linear WAL. It also runs after a statement that failed (what it read may not have been
+flushed yet); the call answers only if it succeeded. A write that builds on the
 statement's (an append under the new head) commits after it, so it cannot survive a
 crash without it. Until the flush another reader can see the change, which a server
 crash could still remove: its writer has not been answered yet.
@@ -46,7 +47,7 @@ import asyncio
 import math
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -188,17 +189,8 @@ _CAN_FLUSH = (
     "SELECT has_function_privilege("
     "'pg_catalog.pg_logical_emit_message(boolean, text, text)', 'EXECUTE')"
 )
-_UNLOCK = (
-    "SELECT current_setting('synchronous_commit'), "
-    "set_config('synchronous_commit', 'off', false) IS NOT NULL"
-)
-"""The connection's own setting, kept, then off for the session (the next statement)."""
-_RELOCK_AND_FLUSH = (
-    "SELECT set_config('synchronous_commit', %s, false), "
-    "pg_logical_emit_message(true, 'sessionary', '')"
-)
-"""The kept setting back, and a WAL message whose synchronous commit flushes past the
-statement's commit."""
+_FLUSH = "SELECT pg_logical_emit_message(true, 'sessionary', '')"
+"""A WAL message whose synchronous commit flushes past the commits before it."""
 
 
 def _unbounded() -> None:
@@ -241,7 +233,7 @@ class AsyncPostgresDriver:
         )
         self._lock = asyncio.Lock()
         self._started = False
-        self._can_flush = False
+        self.unlocks_early = False
 
     async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -254,7 +246,7 @@ class AsyncPostgresDriver:
                     async with conn.transaction():
                         await setup(_AsyncTransaction(conn, _unbounded))
                         cursor = await conn.execute(_CAN_FLUSH)
-                        self._can_flush = await cursor.fetchone() == (True,)
+                        self.unlocks_early = await cursor.fetchone() == (True,)
                 finally:
                     await conn.close()
                 await self._pool.open(wait=True, timeout=self._timeout)
@@ -285,24 +277,21 @@ class AsyncPostgresDriver:
         """Run one statement in autocommit mode (its own transaction).
 
         Returns its rows (none if it returns none) and the rows it changed. With
-        `unlock_early` its row locks are released before the WAL flush, and it returns
-        once the flush covers its commit (two more round trips, see the module), where
-        the role may write a WAL message; else it commits as usual.
+        `unlock_early` (where the driver `unlocks_early`: the role may write a WAL
+        message), it returns once the flush covers the statement's commit, which need
+        not have waited for it (one more round trip, see the module).
         """
         async with self._connection() as (conn, _):
-            if unlock_early and self._can_flush:
-                kept = (await (await conn.execute(_UNLOCK)).fetchone() or ("on",))[:1]
-                try:
-                    cursor = await conn.execute(sql, params)
-                    found = await cursor.fetchall() if cursor.description is not None else None
-                finally:
-                    try:
-                        await conn.execute(_RELOCK_AND_FLUSH, kept)
-                    except BaseException:
-                        await conn.close()  # never back in the pool with the setting off
-                        raise
-                return ([], cursor.rowcount) if found is None else (found, 0)
-            cursor = await conn.execute(sql, params)
+            cursor = conn.cursor()
+            try:
+                await cursor.execute(sql, params)
+            except psycopg.Error:
+                if unlock_early and not conn.closed:  # what it read, flushed before the error
+                    with suppress(psycopg.Error):
+                        await conn.execute(_FLUSH)
+                raise
+            if unlock_early:
+                await conn.execute(_FLUSH)
             if cursor.description is None:
                 return [], cursor.rowcount
             return await cursor.fetchall(), 0
@@ -406,7 +395,7 @@ class PostgresDriver:
         )
         self._lock = threading.Lock()
         self._started = False
-        self._can_flush = False
+        self.unlocks_early = False
 
     def start(self, setup: Callable[[_Transaction], None]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -417,7 +406,7 @@ class PostgresDriver:
                 connection = psycopg.Connection.connect(self._conninfo, **self._options)
                 with connection as conn, conn.transaction():
                     setup(_Transaction(conn, _unbounded))
-                    self._can_flush = conn.execute(_CAN_FLUSH).fetchone() == (True,)
+                    self.unlocks_early = conn.execute(_CAN_FLUSH).fetchone() == (True,)
                 self._pool.open(wait=True, timeout=self._timeout)
             except psycopg.Error as exc:
                 raise store_error(self._where, exc) from exc
@@ -445,19 +434,16 @@ class PostgresDriver:
     ) -> tuple[list[Row], int]:
         """Run one statement in autocommit mode; see `AsyncPostgresDriver.run_alone`."""
         with self._connection() as (conn, _):
-            if unlock_early and self._can_flush:
-                kept = (conn.execute(_UNLOCK).fetchone() or ("on",))[:1]
-                try:
-                    cursor = conn.execute(sql, params)
-                    found = cursor.fetchall() if cursor.description is not None else None
-                finally:
-                    try:
-                        conn.execute(_RELOCK_AND_FLUSH, kept)
-                    except BaseException:
-                        conn.close()
-                        raise
-                return ([], cursor.rowcount) if found is None else (found, 0)
-            cursor = conn.execute(sql, params)
+            cursor = conn.cursor()
+            try:
+                cursor.execute(sql, params)
+            except psycopg.Error:
+                if unlock_early and not conn.closed:
+                    with suppress(psycopg.Error):
+                        conn.execute(_FLUSH)
+                raise
+            if unlock_early:
+                conn.execute(_FLUSH)
             if cursor.description is None:
                 return [], cursor.rowcount
             return cursor.fetchall(), 0

@@ -48,6 +48,10 @@ class Transaction(Protocol):
 class Driver(Protocol):
     """A connection pool to one database, mapping its exceptions onto sessionary's."""
 
+    unlocks_early: bool
+    """Whether `run_alone` can flush after a statement that committed without waiting for
+    the flush (`Dialect.unlocked_append_sql`), known once started."""
+
     def start(self, setup: Callable[[Transaction], Any]) -> None:
         """Open the pool and run `setup` (the migrations) once, before any transaction."""
         ...
@@ -58,10 +62,10 @@ class Driver(Protocol):
         """Run one statement (a script, where the server allows) as a transaction of its own.
 
         Returns the rows of its last result and the rows it changed (inserted, updated
-        or deleted), in total. `unlock_early` asks the driver to release the row locks
-        the statement takes before the server has made its commit durable, if it can
-        (others queued on those rows go on meanwhile): it still returns only once the
-        commit is durable.
+        or deleted), in total. `unlock_early`, where the driver `unlocks_early`: the
+        statement commits without waiting for the flush, releasing its row locks before
+        its commit is durable (others queued on those rows go on meanwhile); the driver
+        still returns only once the commit is durable.
         """
         ...
 

@@ -15,8 +15,9 @@ last append left (`_heads`) starts with an UPDATE of that row guarded by the pk,
 and depth it remembers, which takes the same lock and checks the same head in one
 statement; if the head moved, nothing is written and the locking path runs. Where
 other writers keep moving a session's head (`_moved`), its appends take the locking path
-at once, and ask the driver to release the row before the commit's flush
-(`unlock_early`): the next writer in the queue goes on while this one waits for the
+at once and, where the driver can flush after a commit that did not wait for it
+(`unlocks_early`), release the row before the flush (`unlocked_append_sql`,
+`unlock_early`): the next writer in the queue goes on while this one waits for the
 flush, instead of one append per flush.
 State documents are locked the same way, their row created first if missing. Reads are
 single statements wherever consistency depends on it (a path), so they never mix two
@@ -347,7 +348,8 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
-        sql, params = list_sql(scope, where, limit, cursor, now_us=self._now_us())
+        bucket = self._dialect.activity_bucket
+        sql, params = list_sql(scope, where, limit, cursor, now_us=self._now_us(), bucket=bucket)
         with self._begin() as tx:
             rows = tx.fetchall(sql, params)
         return session_page(rows, limit)
@@ -477,8 +479,8 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
                     return out
                 self._moved.add(key)
             params = dialect.append_params(key, expected, rows, now)
-            sql = dialect.append_sql(len(rows))
-            contended = key in self._moved
+            contended = key in self._moved and self._driver.unlocks_early
+            sql = (dialect.unlocked_append_sql if contended else dialect.append_sql)(len(rows))
             found = (self._driver.run_alone(sql, params, unlock_early=contended))[0]
         except AlreadyExists:
             self._heads.pop(key, None)

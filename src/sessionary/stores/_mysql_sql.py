@@ -51,7 +51,7 @@ procedure of the same statements and guards, `sessionary_append_after` and
 `sessionary_append`, which the MariaDB driver CALLs instead of sending the script
 (`routine_call`). The server parses a compound statement at every call but a procedure
 once per connection, and keeps it; the CALL also carries fewer parameters. That took
-about a tenth of the server's CPU per append (bench/probe_mysql_stmt.py). A procedure
+7-12 % off the server's CPU per append (bench/probe_mysql_stmt.py). A procedure
 runs to its end with its client gone as a script does, writes no result before its
 COMMIT, and its guards read its own variables, never `ROW_COUNT()`. They run with the
 caller's rights (`SQL SECURITY INVOKER`) and need the CREATE ROUTINE privilege when the

@@ -9,6 +9,7 @@ import asyncio
 import doctest
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pymysql
@@ -173,24 +174,35 @@ def test_a_version_1_schema_is_upgraded_in_place(server_url: str) -> None:
     assert _migrations(server_url) == _migration_names(server_url)
 
 
-def test_stores_opened_at_once_migrate_once(server_url: str) -> None:
-    errors: list[BaseException] = []
-    start = threading.Barrier(4)
+def _at_once(count: int, work: Callable[[int, threading.Barrier], None]) -> list[BaseException]:
+    """Run `work(n, start)` for n in range(count) on threads of their own; what they raised.
 
-    def open_and_write(n: int) -> None:
+    Each waits on `start` (a barrier of `count`) where it means to begin with the others.
+    """
+    errors: list[BaseException] = []
+    start = threading.Barrier(count)
+
+    def run(n: int) -> None:
         try:
-            start.wait(timeout=30)
-            with sessionary.SessionManager(server_url) as manager:
-                manager.create(id=f"s{n}").append(Message.user(f"hello {n}"))
+            work(n, start)
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=open_and_write, args=(n,)) for n in range(4)]
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
-    assert errors == []
+    return errors
+
+
+def test_stores_opened_at_once_migrate_once(server_url: str) -> None:
+    def open_and_write(n: int, start: threading.Barrier) -> None:
+        start.wait(timeout=30)
+        with sessionary.SessionManager(server_url) as manager:
+            manager.create(id=f"s{n}").append(Message.user(f"hello {n}"))
+
+    assert _at_once(4, open_and_write) == []
     assert _migrations(server_url) == _migration_names(server_url)
     with sessionary.SessionManager(server_url) as manager:
         assert len(manager.list().items) == 4
@@ -381,25 +393,15 @@ def test_mysql_a_version_4_schema_gets_the_append_procedures(mysql_url: str) -> 
         assert _count(new, routines) == 2
         assert new.store._driver._routines is mariadb
     written: list[str] = []
-    errors: list[BaseException] = []
-    start = threading.Barrier(8)
 
-    def write(n: int) -> None:
-        try:
-            with sessionary.SessionManager(mysql_url) as manager:
-                session = manager.session("s")
-                start.wait(timeout=30)
-                for k in range(25):
-                    written.append(session.append(Message.user(f"w{n} {k}", id=f"w{n}-{k}")).id)
-        except BaseException as exc:
-            errors.append(exc)
+    def write(n: int, start: threading.Barrier) -> None:
+        with sessionary.SessionManager(mysql_url) as manager:
+            session = manager.session("s")
+            start.wait(timeout=30)
+            for k in range(25):
+                written.append(session.append(Message.user(f"w{n} {k}", id=f"w{n}-{k}")).id)
 
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert errors == []
+    assert _at_once(8, write) == []
     with sessionary.SessionManager(mysql_url) as after:
         path = [m.id for m in after.session("s").history()]
         info = after.get("s")

@@ -1,6 +1,10 @@
 """Where a MariaDB append's time goes: client and server CPU per append, beside raw PyMySQL.
 
-    python bench/probe_mysql_cpu.py [seconds per block] [rounds] [single,distinct,shared]
+    python bench/probe_mysql_cpu.py [seconds per block] [rounds] [single,distinct,shared] [scripts]
+
+With `scripts`, each shape also runs sessionary with its one-message appends sent as
+scripts rather than as CALLs of their stored procedures (`stores.mysql._calls_routines`
+turned off on those writers' drivers), so the two compare in the same run.
 
 Runs the MariaDB append cells of `bench/servers.py` (sessionary's sync API and raw PyMySQL,
 1 writer, 8 writers on distinct sessions, 8 on one shared session), interleaved, and
@@ -59,7 +63,27 @@ def _connection_threads(database: str) -> list[int]:
         conn.close()
 
 
-def probe(seconds: float, rounds: int, shapes: list[str]) -> None:
+def _script_cells(backend: MySQL, shapes: list[str]) -> list[Cell]:
+    """Sessionary cells whose writers send every append as a script (no procedure)."""
+    cells = []
+    for writers, mode in SHAPES:
+        if mode not in shapes:
+            continue
+        cell = Cell(backend.name, "sessionary", "sessionary (scripts)", writers, mode, False)
+        shared = backend.new_session("sessionary")
+        for _ in range(writers):
+            session = shared if mode != "distinct" else backend.new_session("sessionary")
+            writer: Any = backend.writer("sessionary", session)
+            store = writer.manager.store
+            store._driver.start(store._setup)
+            store._ready = True
+            store._driver._routines = False
+            cell.handles.append(writer)
+        cells.append(cell)
+    return cells
+
+
+def probe(seconds: float, rounds: int, shapes: list[str], scripts: bool = False) -> None:
     backend = MySQL()
     if (problem := backend.problem()) is not None:
         print(f"mysql: {problem}")
@@ -68,6 +92,8 @@ def probe(seconds: float, rounds: int, shapes: list[str]) -> None:
     backend.setup()
     try:
         cells = [cell for cell in _append_cells(backend) if cell.mode in shapes]
+        if scripts:
+            cells += _script_cells(backend, shapes)
         server: dict[int, float] = {id(cell): 0.0 for cell in cells}
         waits: dict[int, int] = {id(cell): 0 for cell in cells}
         order = random.Random("mysql-cpu")
@@ -106,7 +132,7 @@ def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 1.5
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     shapes = sys.argv[3].split(",") if len(sys.argv) > 3 else [mode for _, mode in SHAPES]
-    probe(seconds, rounds, shapes)
+    probe(seconds, rounds, shapes, len(sys.argv) > 4 and sys.argv[4] == "scripts")
 
 
 if __name__ == "__main__":

@@ -245,6 +245,9 @@ def mysql_catalog(admin: MySQLAdmin, database: str) -> dict[str, list[tuple[Any,
                 "ORDER BY table_name, index_name, seq_in_index",
                 "triggers": "SELECT trigger_name, event_manipulation, action_statement "
                 "FROM triggers WHERE trigger_schema = %s ORDER BY trigger_name",
+                "routines": "SELECT routine_name, routine_type, security_type, sql_mode, "
+                "routine_definition FROM routines WHERE routine_schema = %s "
+                "ORDER BY routine_name",
             }
             found = {}
             for name, sql in queries.items():

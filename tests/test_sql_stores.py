@@ -11,6 +11,7 @@ import random
 import string
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pymysql
@@ -176,24 +177,35 @@ def test_a_version_1_schema_is_upgraded_in_place(server_url: str) -> None:
     assert _migrations(server_url) == _migration_names(server_url)
 
 
-def test_stores_opened_at_once_migrate_once(server_url: str) -> None:
-    errors: list[BaseException] = []
-    start = threading.Barrier(4)
+def _at_once(count: int, work: Callable[[int, threading.Barrier], None]) -> list[BaseException]:
+    """Run `work(n, start)` for n in range(count) on threads of their own; what they raised.
 
-    def open_and_write(n: int) -> None:
+    Each waits on `start` (a barrier of `count`) where it means to begin with the others.
+    """
+    errors: list[BaseException] = []
+    start = threading.Barrier(count)
+
+    def run(n: int) -> None:
         try:
-            start.wait(timeout=30)
-            with sessionary.SessionManager(server_url) as manager:
-                manager.create(id=f"s{n}").append(Message.user(f"hello {n}"))
+            work(n, start)
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=open_and_write, args=(n,)) for n in range(4)]
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
-    assert errors == []
+    return errors
+
+
+def test_stores_opened_at_once_migrate_once(server_url: str) -> None:
+    def open_and_write(n: int, start: threading.Barrier) -> None:
+        start.wait(timeout=30)
+        with sessionary.SessionManager(server_url) as manager:
+            manager.create(id=f"s{n}").append(Message.user(f"hello {n}"))
+
+    assert _at_once(4, open_and_write) == []
     assert _migrations(server_url) == _migration_names(server_url)
     with sessionary.SessionManager(server_url) as manager:
         assert len(manager.list().items) == 4
@@ -317,9 +329,10 @@ def test_mysql_search_backlog_stays_short_with_short_lived_stores(mysql_url: str
 def test_mysql_appends_take_one_request_each(
     mysql_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # An append is one request. On MariaDB its script runs as one compound statement,
-    # so it is also one answer, not one per statement. A store that found another writer
-    # had moved the head locks the row at once until it finds the head where it left it.
+    # An append is one request. On MariaDB an append of one message is a CALL of its
+    # stored procedure (a script as one compound statement for more), so it is also one
+    # answer, not one per statement. A store that found another writer had moved the
+    # head locks the row at once until it finds the head where it left it.
     requests: list[str] = []
     answers = [0]
     query = pymysql.connections.Connection.query
@@ -350,7 +363,8 @@ def test_mysql_appends_take_one_request_each(
         requests.clear()
         answers[0] = 0
         ours.append(Message.user("locks at once"))
-        assert len(requests) == 1 and "FOR UPDATE" in requests[0]
+        locked = "CALL sessionary_append(" if mariadb else "FOR UPDATE"
+        assert len(requests) == 1 and locked in requests[0]
         assert answers[0] == (2 if mariadb else 7)  # the head it found, and the end
         ours.append(Message.user("finds its own head"))  # locking still, and so learns
         requests.clear()
@@ -359,12 +373,55 @@ def test_mysql_appends_take_one_request_each(
         assert len(requests) == 1 and "FOR UPDATE" not in requests[0]
         assert answers[0] == (1 if mariadb else 4)
         if mariadb:
+            assert requests[0].startswith("CALL sessionary_append_after(")
+        requests.clear()
+        answers[0] = 0
+        ours.append_all([Message.user("two after"), Message.user("its own head")])
+        assert len(requests) == 1 and "FOR UPDATE" not in requests[0]
+        assert answers[0] == (1 if mariadb else 4)
+        if mariadb:
             assert requests[0].startswith("BEGIN NOT ATOMIC ")
         texts = [m.text for m in ours.history()]
     assert texts == [
         "first", "warm-up", "moved", "theirs", "locks at once", "finds its own head",
-        "after its own head",
+        "after its own head", "two after", "its own head",
     ]  # fmt: skip
+
+
+def test_mysql_a_version_4_schema_gets_the_append_procedures(mysql_url: str) -> None:
+    # Version 4 had no stored procedures, and its stores run the scripts. Upgraded, a
+    # store CALLs them for one-message appends (on MariaDB), and eight writers on one
+    # session lose, repeat and fork nothing.
+    routines = "SELECT count(*) FROM information_schema.routines WHERE routine_schema = DATABASE()"
+    with sessionary.SessionManager(mysql_url) as old:
+        store: Any = old.store
+        store._dialect.migrations = store._dialect.migrations[:4]  # this instance only
+        old.create(id="s").append(Message.user("before", id="m0"))
+        assert _count(old, routines) == 0
+        assert store._driver._routines is False
+    with sessionary.SessionManager(mysql_url) as new:
+        with new.store._begin() as tx:
+            mariadb = "mariadb" in str(tx.fetchone("SELECT VERSION()")[0]).lower()
+        assert _count(new, routines) == 2
+        assert new.store._driver._routines is mariadb
+    written: list[str] = []
+
+    def write(n: int, start: threading.Barrier) -> None:
+        with sessionary.SessionManager(mysql_url) as manager:
+            session = manager.session("s")
+            start.wait(timeout=30)
+            for k in range(25):
+                written.append(session.append(Message.user(f"w{n} {k}", id=f"w{n}-{k}")).id)
+
+    assert _at_once(8, write) == []
+    with sessionary.SessionManager(mysql_url) as after:
+        path = [m.id for m in after.session("s").history()]
+        info = after.get("s")
+        assert info is not None and info.message_count == len(path) == 1 + 8 * 25
+    assert path[0] == "m0" and sorted(path[1:]) == sorted(written)
+    for n in range(8):  # each writer's messages in its own order
+        mine = [i for i in path if i.startswith(f"w{n}-")]
+        assert mine == [f"w{n}-{k}" for k in range(25)]
 
 
 async def test_mysql_an_append_cancelled_in_a_search_catch_up_ends_cancelled(

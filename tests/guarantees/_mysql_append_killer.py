@@ -7,7 +7,8 @@ acknowledged), prints `unit t{trial} SIZE`, appends that unit with `append_all` 
 append's script has left it. The server then runs the script with its client gone: the
 moment that once committed a head move without its messages. A client's first append
 takes the locking script (`append_sql`), a later one the script after the head it saw
-(`append_after_sql`), so the trials cover both.
+(`append_after_sql`), so the trials cover both; on MariaDB a unit of 1 message is the
+CALL of the script's stored procedure, one of 3 the script itself.
 
 A kill timed by the parent hits that moment about once in a hundred kills; a kill timed
 from the send hits it whenever the delay is shorter than the script, so a few dozen
@@ -30,8 +31,9 @@ import sessionary
 from sessionary import Message
 
 _send = pymysql.connections.Connection._execute_command
-_SCRIPTS = ("SET @sx_pk", "START TRANSACTION", "BEGIN NOT ATOMIC")
-"""How an append script begins (on MariaDB, as one compound statement: `_one_statement`)."""
+_SCRIPTS = ("SET @sx_pk", "START TRANSACTION", "BEGIN NOT ATOMIC", "CALL sessionary_append")
+"""How an append script begins (on MariaDB, as one compound statement: `_one_statement`, or
+for one message as the CALL of its stored procedure: `routine_call`)."""
 _delay: float | None = None
 """Seconds from sending an append script to the kill; None while no kill is armed."""
 

@@ -50,6 +50,7 @@ from sessionary.errors import (
     StoreError,
     StoreUnavailable,
 )
+from sessionary.stores._mysql_sql import ROUTINE_NAMES, routine_call
 from sessionary.stores._sql_common import redact
 from sessionary.stores._waits import GRACE, deadline
 from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
@@ -195,6 +196,30 @@ def _one_statement(sql: str, version: str) -> str:
     return f"BEGIN NOT ATOMIC {sql}; END"
 
 
+_ROUTINES_SQL = (
+    "SELECT COUNT(*) FROM information_schema.routines WHERE routine_schema = DATABASE() "
+    f"AND routine_type = 'PROCEDURE' AND routine_name IN {ROUTINE_NAMES}"
+)
+"""How many of the append procedures this connection's user may see (and so call)."""
+
+
+def _calls_routines(version: str, visible: int) -> bool:
+    """Whether one-message appends CALL their stored procedures (see `routine_call`).
+
+    On MariaDB only, where a CALL's answer counts the rows its statements changed, as
+    the script's does (MySQL's counts the last statement's alone), and only if this
+    user may see them: a user granted no more than SELECT, INSERT, UPDATE and DELETE
+    (a schema applied by hand, `migrate=false`) runs the scripts.
+    """
+    return "mariadb" in version.lower() and visible == len(ROUTINE_NAMES)
+
+
+def _statement(sql: str, params: Sequence[Any], version: str, routines: bool) -> tuple[str, Any]:
+    """What `run_alone` sends for a script: its procedure's CALL, or the script itself."""
+    call = routine_call(sql, params) if routines else None
+    return call if call is not None else (_one_statement(sql, version), params)
+
+
 _TEXTS = (str, bytes, bytearray)
 """What `_size_bound` measures (a tuple: `isinstance` takes it sooner than a union)."""
 
@@ -292,6 +317,8 @@ class AsyncMySQLDriver:
         """The server's `max_allowed_packet`, read at `start`."""
         self._version = ""
         """The server's `VERSION()`, read at `start`."""
+        self._routines = False
+        """Whether one-message appends CALL their procedures, found at `start`."""
 
     async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -308,6 +335,8 @@ class AsyncMySQLDriver:
                     self._version = version
                     self._options["init_command"] = session_setup(version, self._timeout)
                     await setup(_AsyncTransaction(cursor, _unbounded, self._packet))
+                    await cursor.execute(_ROUTINES_SQL)
+                    self._routines = _calls_routines(version, (await cursor.fetchone())[0])
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
             finally:
@@ -354,8 +383,8 @@ class AsyncMySQLDriver:
             async with self._connection() as conn, deadline(self._timeout + GRACE):
                 try:
                     async with conn.cursor(_Cursor) as cursor:
-                        script = _one_statement(sql, self._version)
-                        await cursor.execute(*_fitting(cursor, script, params, self._packet))
+                        script, args = _statement(sql, params, self._version, self._routines)
+                        await cursor.execute(*_fitting(cursor, script, args, self._packet))
                         rows: list[Row] = []
                         changed = 0
                         while True:
@@ -529,6 +558,8 @@ class MySQLDriver:
         """The server's `max_allowed_packet`, read at `start`."""
         self._version = ""
         """The server's `VERSION()`, read at `start`."""
+        self._routines = False
+        """Whether one-message appends CALL their procedures, found at `start`."""
 
     def start(self, setup: Callable[[_Transaction], None]) -> None:
         """Run `setup` (the migrations) on a first connection, then use the pool."""
@@ -545,6 +576,8 @@ class MySQLDriver:
                     self._version = version
                     self._options["init_command"] = session_setup(version, self._timeout)
                     setup(_Transaction(cursor, self._packet))
+                    cursor.execute(_ROUTINES_SQL)
+                    self._routines = _calls_routines(version, cursor.fetchone()[0])
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
             finally:
@@ -560,8 +593,8 @@ class MySQLDriver:
             with self._pool.connection() as conn:
                 try:
                     with conn.cursor() as cursor:
-                        script = _one_statement(sql, self._version)
-                        cursor.execute(*_fitting(cursor, script, params, self._packet))
+                        script, args = _statement(sql, params, self._version, self._routines)
+                        cursor.execute(*_fitting(cursor, script, args, self._packet))
                         rows: list[Row] = []
                         changed = 0
                         while True:

@@ -153,16 +153,32 @@ def settle(future: asyncio.Future[Any], result: Any, error: BaseException | None
 
 
 def _work(jobs: queue.SimpleQueue[_Job | None]) -> None:
-    """The worker thread: run jobs in order until told to stop."""
+    """The worker thread: run jobs in order until told to stop.
+
+    Each job runs in a call of its own (`_run`), so that the worker keeps no reference
+    to a job or its result while it waits for the next one: a result (a whole history,
+    say) lives only as long as its caller keeps it, and is freed where the caller drops
+    it, not on this thread at the next call.
+    """
     while (job := jobs.get()) is not None:
-        loop, future, fn, args = job
-        try:
-            result, error = fn(*args), None
-        except BaseException as exc:  # handed to the awaiting task, which re-raises it
-            result, error = None, exc
-        # If the loop was closed while the job ran, nobody is waiting for the result.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, future, result, error)
+        _run(*job)
+        job = None  # not kept alive while waiting
+
+
+def _run(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+) -> None:
+    """Run one job on the worker and hand its outcome to the future's loop."""
+    try:
+        result, error = fn(*args), None
+    except BaseException as exc:  # handed to the awaiting task, which re-raises it
+        result, error = None, exc
+    # If the loop was closed while the job ran, nobody is waiting for the result.
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(settle, future, result, error)
 
 
 class Runner:

@@ -9,8 +9,10 @@ runner serves any event loop.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import weakref
+from typing import Any
 
 import pytest
 
@@ -102,3 +104,60 @@ def test_one_runner_serves_two_loops_and_closes_twice() -> None:
             await runner.run(lambda: 3)
 
     asyncio.run(after())
+
+
+def test_calls_finishing_together_all_reach_their_callers() -> None:
+    async def main() -> None:
+        runner = AsyncRunner(True)
+        square = runner.bind(lambda n: n * n)
+        assert await asyncio.gather(*(square(n) for n in range(200))) == [n * n for n in range(200)]
+        await runner.close(lambda: None)
+
+    asyncio.run(main())
+
+
+class _NoReaders(asyncio.SelectorEventLoop):
+    """A loop that cannot watch a socket, as Windows' proactor loop cannot."""
+
+    def add_reader(self, *args: Any) -> None:
+        raise NotImplementedError
+
+
+def test_a_loop_that_cannot_watch_a_socket_is_answered_all_the_same() -> None:
+    runner = AsyncRunner(True)
+    loop = _NoReaders()
+    try:
+        assert loop.run_until_complete(runner.run(lambda: "answered")) == "answered"
+        assert loop.run_until_complete(runner.run(lambda: "again")) == "again"
+        loop.run_until_complete(runner.close(lambda: None))
+    finally:
+        loop.close()
+
+
+def test_a_loop_closed_mid_call_leaves_the_runner_working_and_is_let_go() -> None:
+    started, release = threading.Event(), threading.Event()
+    runner = AsyncRunner(True)
+
+    def slow() -> str:
+        started.set()
+        release.wait(10)
+        return "late"
+
+    loop = asyncio.new_event_loop()
+    pending = loop.create_task(_call(runner, slow))
+    loop.run_until_complete(asyncio.sleep(0))
+    started.wait(10)
+    pending.cancel()
+    loop.run_until_complete(asyncio.gather(pending, return_exceptions=True))
+    loop.close()
+    release.set()
+    assert asyncio.run(runner.run(lambda: "still here")) == "still here"
+    gone = weakref.ref(loop)
+    del loop, pending
+    gc.collect()
+    assert gone() is None  # nothing the worker left for it keeps the closed loop alive
+    asyncio.run(runner.close(lambda: None))
+
+
+async def _call(runner: AsyncRunner, fn: Any) -> Any:
+    return await runner.run(fn)

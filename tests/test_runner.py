@@ -161,3 +161,17 @@ def test_a_loop_closed_mid_call_leaves_the_runner_working_and_is_let_go() -> Non
 
 async def _call(runner: AsyncRunner, fn: Any) -> Any:
     return await runner.run(fn)
+
+
+def test_a_stop_iteration_from_the_engine_reaches_its_caller_as_an_error() -> None:
+    def exhausted() -> object:
+        return next(iter(()))
+
+    async def main() -> None:
+        runner = AsyncRunner(True)
+        # A future refuses StopIteration: without the conversion the caller waits forever.
+        with pytest.raises(RuntimeError, match="StopIteration"):
+            await asyncio.wait_for(runner.run(exhausted), 30)
+        await runner.close(lambda: None)
+
+    asyncio.run(main())

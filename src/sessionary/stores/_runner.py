@@ -9,9 +9,12 @@ own instead: see `_home_loop`.)
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import queue
+import socket
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
@@ -28,8 +31,9 @@ class AsyncRunner:
     A blocking engine (one that does file or network I/O) gets one worker thread of its
     own, fed through a queue, so calls keep their order and the event loop never blocks;
     a non-blocking engine (the in-memory one) is called inline. The hand-off is a queue
-    put and a `call_soon_threadsafe`, about half the cost of `run_in_executor`, yet still
-    tens of microseconds: more than a short read itself costs.
+    put; the hand-back leaves the outcome in the caller's loop's inbox (`_Inbox`) and
+    wakes that loop with one byte. That is one wake-up each way, about half the cost of
+    `run_in_executor`, yet still tens of microseconds: more than a short read itself costs.
 
     So a blocking engine may also pass its `lock` (the one every engine call holds): a
     call bound with a `quick` predicate that holds for its arguments (a read of a few
@@ -105,10 +109,11 @@ class AsyncRunner:
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        inbox = _inboxes.get(loop) or _inbox(loop)
         with self._guard:
             if self.closed:
                 raise _closed_error()
-            self._queue.put((loop, future, fn, args))  # type: ignore[union-attr]
+            self._queue.put((inbox, future, fn, args))  # type: ignore[union-attr]
         return future
 
     async def close(self, fn: Callable[[], None]) -> None:
@@ -125,7 +130,7 @@ class AsyncRunner:
                 return
             loop = asyncio.get_running_loop()
             future: asyncio.Future[None] = loop.create_future()
-            self._queue.put((loop, future, fn, ()))
+            self._queue.put((_inboxes.get(loop) or _inbox(loop), future, fn, ()))
             self._queue.put(None)
         await future
 
@@ -135,7 +140,95 @@ class _Lock(Protocol):
     def release(self) -> None: ...
 
 
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+class _Inbox:
+    """Where the worker leaves finished calls for one event loop, and how it wakes it.
+
+    A socket pair whose reading end the loop watches: the worker appends a call's
+    outcome to `done` and sends one byte; the loop, woken, settles every outcome left
+    there. Compared with `call_soon_threadsafe` (a handle per call, the loop's own
+    self-pipe drained by two reads and an exception), the loop spends about a quarter
+    less time per call. One inbox serves every runner used on its loop; its sockets close when the
+    loop is collected, which cannot happen while a call for it is in flight (the call's
+    future holds the loop).
+    """
+
+    __slots__ = ("_done", "_receiver", "_sender")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._done: collections.deque[tuple[asyncio.Future[Any], Any, BaseException | None]]
+        self._done = collections.deque()
+        self._receiver, self._sender = socket.socketpair()
+        self._receiver.setblocking(False)
+        self._sender.setblocking(False)
+        try:
+            loop.add_reader(self._receiver.fileno(), self._settle)
+        except BaseException:
+            self._receiver.close()
+            self._sender.close()
+            raise
+        weakref.finalize(loop, _close_sockets, self._receiver, self._sender)
+
+    def post(self, future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+        """On the worker: leave an outcome for the loop and wake it, unless it has closed."""
+        if future.get_loop().is_closed():  # nobody is waiting; keep nothing for it
+            return
+        self._done.append((future, result, error))
+        # A full buffer means the loop has wake-ups pending already; a closed loop reads none.
+        with contextlib.suppress(OSError):
+            self._sender.send(b"\0")
+
+    def _settle(self) -> None:
+        """On the loop: settle every outcome left so far."""
+        with contextlib.suppress(OSError):
+            self._receiver.recv(4096)
+        done = self._done
+        while done:
+            settle(*done.popleft())
+
+
+class _Hop:
+    """The hand-back for a loop that cannot watch a socket (Windows' proactor loop)."""
+
+    __slots__ = ("_loop",)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def post(self, future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+        """On the worker: schedule the outcome on the loop, unless the loop has closed."""
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(settle, future, result, error)
+
+
+_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox | None]
+_inboxes = weakref.WeakKeyDictionary()
+"""Each event loop's inbox (None: the loop cannot have one), kept while the loop lives."""
+
+
+def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox | _Hop:
+    """The hand-back for `loop` (on its own thread), made at its first call."""
+    if loop in _inboxes:
+        return _Hop(loop)
+    try:
+        made: _Inbox | None = _Inbox(loop)
+    except (NotImplementedError, OSError):
+        made = None
+    try:
+        _inboxes[loop] = made
+    except TypeError:  # a loop that takes no weak reference: no inbox, no leak
+        if made is not None:
+            loop.remove_reader(made._receiver.fileno())
+            _close_sockets(made._receiver, made._sender)
+        return _Hop(loop)
+    return made if made is not None else _Hop(loop)
+
+
+def _close_sockets(*sockets: socket.socket) -> None:
+    for sock in sockets:
+        sock.close()
+
+
+_Job = tuple["_Inbox | _Hop", "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
 
 
 def _closed_error() -> Closed:
@@ -146,6 +239,10 @@ def settle(future: asyncio.Future[Any], result: Any, error: BaseException | None
     """On the future's loop: give it its outcome, unless its awaiter gave up (cancelled)."""
     if future.cancelled():
         return
+    if isinstance(error, StopIteration):  # a future refuses it; as a coroutine would (PEP 479)
+        converted = RuntimeError(f"the store raised StopIteration: {error}")
+        converted.__cause__ = error
+        error = converted
     if error is not None:
         future.set_exception(error)
     else:
@@ -153,16 +250,30 @@ def settle(future: asyncio.Future[Any], result: Any, error: BaseException | None
 
 
 def _work(jobs: queue.SimpleQueue[_Job | None]) -> None:
-    """The worker thread: run jobs in order until told to stop."""
+    """The worker thread: run jobs in order until told to stop.
+
+    Each job runs in a call of its own (`_run`), so that the worker keeps no reference
+    to a job or its result while it waits for the next one: a result (a whole history,
+    say) lives only as long as its caller keeps it, and is freed where the caller drops
+    it, not on this thread at the next call.
+    """
     while (job := jobs.get()) is not None:
-        loop, future, fn, args = job
-        try:
-            result, error = fn(*args), None
-        except BaseException as exc:  # handed to the awaiting task, which re-raises it
-            result, error = None, exc
-        # If the loop was closed while the job ran, nobody is waiting for the result.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, future, result, error)
+        _run(*job)
+        job = None  # not kept alive while waiting
+
+
+def _run(
+    inbox: _Inbox | _Hop,
+    future: asyncio.Future[Any],
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+) -> None:
+    """Run one job on the worker and hand its outcome to the future's loop."""
+    try:
+        result, error = fn(*args), None
+    except BaseException as exc:  # handed to the awaiting task, which re-raises it
+        result, error = None, exc
+    inbox.post(future, result, error)
 
 
 class Runner:

@@ -20,7 +20,7 @@ from sessionary.errors import (
     StoreError,
     StoreUnavailable,
 )
-from sessionary.model import Message, decode_lazy
+from sessionary.model import Message, decode_lazy, decode_lazy_chain
 from sessionary.stores._common import gc_paused
 
 __all__ = [
@@ -156,12 +156,8 @@ def decode_chain(rows: Sequence[Sequence[Any]], parent_id: str | None) -> list[M
     The cycle collector is paused meanwhile (see `gc_paused`): each message is one object
     it tracks, and a whole history set off collections that cost a tenth of the read.
     """
-    out = []
     with gc_paused():
-        for r in rows:
-            out.append(decode_lazy(r[0], r[1], r[2], r[3], parent_id, r[4]))
-            parent_id = r[0]
-    return out
+        return decode_lazy_chain(rows, parent_id)
 
 
 def decode_rows(rows: Sequence[Sequence[Any]]) -> list[Message]:

@@ -232,3 +232,47 @@ def test_a_ttl_update_reads_as_the_script_reads_it(redis_url: str) -> None:
         )
         clock.now += timedelta(seconds=11)
         assert _read(reader) is sessionary.SessionNotFound
+
+
+def test_a_killed_connection_between_predicted_reads(redis_url: str, redis_client: Any) -> None:
+    with SessionManager(redis_url) as reader, SessionManager(redis_url) as fresh:
+        reader.create(id=SID)
+        _append(reader, 8, 0)
+        ran = _scripts(reader)
+        assert _read(reader) == _read(reader) == _read(fresh)
+        # Close, on the server side, exactly the connection the reads go down.
+        (kept,) = reader.store._conn._lane._idle  # type: ignore[attr-defined]
+        host, port = kept._sock.getsockname()[:2]
+        assert redis_client.client_kill_filter(addr=f"{host}:{port}") == 1
+        _append(fresh, 1, 8)
+        assert _read(reader) == _read(fresh)
+        assert _read(reader) == _read(fresh)
+        assert ran[0] == "read_path_document"
+
+
+async def test_async_reads_predict_and_check_too(redis_url: str) -> None:
+    url = f"{redis_url}&snapshot_frequency=4"
+    with SessionManager(url) as writer, SessionManager(url) as fresh:
+        writer.create(id=SID)
+        _append(writer, 10, 0)
+        async with sessionary.AsyncSessionManager(url) as reader:
+            store = reader.store
+
+            async def read() -> Any:
+                try:
+                    path, doc = await store.get_path_and_document(  # type: ignore[attr-defined]
+                        reader.scope, SID, None, LIMIT, NS, KEY
+                    )
+                except sessionary.SessionaryError as exc:
+                    return type(exc)
+                return [(m.id, m.parent_id, m.role, m.text) for m in path], doc
+
+            for n in range(10, 40, 3):
+                assert await read() == await read() == _read(fresh)
+                _append(writer, 3, n)
+            writer.store.update_message(  # type: ignore[attr-defined]
+                writer.scope, SID, Message.user("edited", id="m38")
+            )
+            assert await read() == _read(fresh)
+            writer.store.delete_session(writer.scope, SID)  # type: ignore[attr-defined]
+            assert await read() is sessionary.SessionNotFound

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sessionary.kv._redis_wire import command
+from sessionary.stores._redis_layout import SessionKeys
 
 __all__ = ["SLACK", "Layout", "Layouts", "Plan", "answer", "expired", "learn"]
 
@@ -74,7 +75,7 @@ class Layout:
     version: str  # the document's latest version ('' none)
     ahead: int = field(default=0, compare=False)  # messages this store appended since
     missed: bool = field(default=False, compare=False)  # the next read runs the script
-    planned: tuple[str, Plan] | None = field(default=None, compare=False)  # member, plan
+    planned: tuple[str, int, Plan] | None = field(default=None, compare=False)
 
 
 def learn(layout: str, entries: list[str], version: str) -> Layout:
@@ -131,15 +132,16 @@ class Layouts:
             if layout.ahead > _AHEAD:
                 del self._known[meta]
 
-    def plan(self, keys: list[str], layout: Layout, member: str) -> Plan:
-        """The `MULTI`/`EXEC` that reads the path `layout` predicts (keys: `SessionKeys.all`).
+    def plan(self, session: SessionKeys, layout: Layout, member: str, limit: int) -> Plan:
+        """The `MULTI`/`EXEC` that reads the `limit` last messages `layout` predicts.
 
         A layout keeps its plan: reads of a session that did not change send the same.
         """
-        if layout.planned is not None and layout.planned[0] == member:
-            return layout.planned[1]
-        rolled, size = layout.rolled, self.frequency
-        seqs = [*range(layout.head + SLACK + layout.ahead, layout.head, -1), *layout.seqs]
+        if layout.planned is not None and layout.planned[:2] == (member, limit):
+            return layout.planned[2]
+        keys, rolled, size = session.all, layout.rolled, self.frequency
+        ahead = range(layout.head + SLACK + layout.ahead, layout.head, -1)
+        seqs = [*ahead, *layout.seqs[:limit]]
         loose = [q for q in seqs if q >= rolled]
         starts = []
         for q in seqs:
@@ -160,7 +162,7 @@ class Layouts:
         parts.append(["EXEC"])
         sent = b"".join(piece for part in parts for piece in command(part))
         plan = Plan([sent], len(parts), loose, starts, layout.version)
-        layout.planned = (member, plan)
+        layout.planned = (member, limit, plan)
         return plan
 
 

@@ -406,7 +406,7 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
         namespace: str,
         key: str,
     ) -> tuple[list[Message], Document | None]:
-        """`get_path` and a session document in one script."""
+        """`get_path` and a session document in one call (see `_predicted`)."""
         check_limit(limit)
         check_document_ref(namespace, key)
         keys = self._keys(scope).session(session_id)
@@ -417,7 +417,7 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
             result = await self._predicted(keys, layout, limit or 0, member)
         if result is None:
             result = await self._read("read_path_document", keys, leaf or "", limit or 0, member)
-            if leaf is None and result[0] == "ok":  # the layout seen predicts the next read
+            if leaf is None and limit and result[0] == "ok":  # it predicts the next read
                 seen = learn(result[4], result[5:], result[2])
                 seen.missed = layout is not None and not layout.missed
                 self._layouts.put(keys.meta, seen)
@@ -432,7 +432,7 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
 
         None if the prediction missed: the caller runs the script.
         """
-        plan = self._layouts.plan(keys.all, layout, member)
+        plan = self._layouts.plan(keys, layout, member, limit)
         replies = await self._conn.multi(plan.command, plan.replies)
         found = None if replies is None else answer(plan, replies, limit, self._now_us())
         if found is None:

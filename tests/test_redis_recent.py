@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from test_redis_runs import _to_old_layout
 
 import sessionary
 from sessionary import Message, SessionManager
@@ -276,3 +277,18 @@ async def test_async_reads_predict_and_check_too(redis_url: str) -> None:
             assert await read() == _read(fresh)
             writer.store.delete_session(writer.scope, SID)  # type: ignore[attr-defined]
             assert await read() is sessionary.SessionNotFound
+
+
+def test_a_session_in_the_layout_before_runs(redis_url: str, redis_client: Any) -> None:
+    url = f"{redis_url}&snapshot_frequency=4"
+    with SessionManager(url) as writer, SessionManager(url) as reader:
+        writer.create(id=SID)
+        _append(writer, 30, 0)
+        assert _read(reader) == _read(reader)
+        _to_old_layout(redis_client, url, SID)  # JSON chunks, no run
+        with SessionManager(url) as fresh:
+            for n in range(30, 45, 5):
+                for _ in range(3):
+                    assert _read(reader) == _read(fresh)
+                    assert _read(reader, 12) == _read(fresh, 12)
+                _append(writer, 5, n)

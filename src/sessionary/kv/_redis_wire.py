@@ -139,20 +139,13 @@ class Lane(_Kept):
         Raises:
             redis.exceptions.RedisError: As redis-py raises it (the caller maps it).
         """
-        connection = self._take()
-        try:
-            connection.send_packed_command(command)
-            reply = connection.read_response()
-        except BaseException:
-            self._pool.release(connection)
-            raise
-        self._idle.append(connection)
-        return reply
+        return self.send_all(command, 1)
 
     def send_all(self, command: list[bytes], replies: int) -> Any:
         """Send packed commands that get `replies` replies (e.g. a `MULTI` … `EXEC`); the last.
 
-        A connection whose call failed is disconnected, so no reply is left unread on it.
+        A connection whose call failed with replies still to read is disconnected, so no
+        reply is left unread on it.
 
         Raises:
             redis.exceptions.RedisError: As redis-py raises it (the caller maps it).
@@ -164,7 +157,8 @@ class Lane(_Kept):
                 connection.read_response()
             reply = connection.read_response()
         except BaseException:
-            connection.disconnect()
+            if replies > 1:
+                connection.disconnect()
             self._pool.release(connection)
             raise
         self._idle.append(connection)
@@ -185,16 +179,7 @@ class AsyncLane(_Kept):
         Raises:
             redis.exceptions.RedisError: As redis-py raises it (the caller maps it).
         """
-        self._after_fork()
-        connection = self._idle.pop() if self._idle else await self._pool.get_connection()
-        try:
-            await connection.send_packed_command(command)
-            reply = await connection.read_response()
-        except BaseException:
-            await self._pool.release(connection)
-            raise
-        self._idle.append(connection)
-        return reply
+        return await self.send_all(command, 1)
 
     async def send_all(self, command: list[bytes], replies: int) -> Any:
         """`Lane.send_all`, awaited.
@@ -210,7 +195,8 @@ class AsyncLane(_Kept):
                 await connection.read_response()
             reply = await connection.read_response()
         except BaseException:
-            await connection.disconnect()
+            if replies > 1:
+                await connection.disconnect()
             await self._pool.release(connection)
             raise
         self._idle.append(connection)

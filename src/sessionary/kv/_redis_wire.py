@@ -139,11 +139,26 @@ class Lane(_Kept):
         Raises:
             redis.exceptions.RedisError: As redis-py raises it (the caller maps it).
         """
+        return self.send_all(command, 1)
+
+    def send_all(self, command: list[bytes], replies: int) -> Any:
+        """Send packed commands that get `replies` replies (e.g. a `MULTI` … `EXEC`); the last.
+
+        A connection whose call failed with replies still to read is disconnected, so no
+        reply is left unread on it.
+
+        Raises:
+            redis.exceptions.RedisError: As redis-py raises it (the caller maps it).
+        """
         connection = self._take()
         try:
             connection.send_packed_command(command)
+            for _ in range(replies - 1):
+                connection.read_response()
             reply = connection.read_response()
         except BaseException:
+            if replies > 1:
+                connection.disconnect()
             self._pool.release(connection)
             raise
         self._idle.append(connection)
@@ -164,12 +179,24 @@ class AsyncLane(_Kept):
         Raises:
             redis.exceptions.RedisError: As redis-py raises it (the caller maps it).
         """
+        return await self.send_all(command, 1)
+
+    async def send_all(self, command: list[bytes], replies: int) -> Any:
+        """`Lane.send_all`, awaited.
+
+        Raises:
+            redis.exceptions.RedisError: As redis-py raises it (the caller maps it).
+        """
         self._after_fork()
         connection = self._idle.pop() if self._idle else await self._pool.get_connection()
         try:
             await connection.send_packed_command(command)
+            for _ in range(replies - 1):
+                await connection.read_response()
             reply = await connection.read_response()
         except BaseException:
+            if replies > 1:
+                await connection.disconnect()
             await self._pool.release(connection)
             raise
         self._idle.append(connection)

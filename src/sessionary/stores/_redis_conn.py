@@ -56,6 +56,13 @@ def _mapped(exc: Exception) -> StoreError:
     return StoreError(f"Redis failed: {exc}")
 
 
+def _clean(replies: Any) -> list[Any] | None:
+    """An `EXEC` reply, or None if a command in it failed (or the transaction did not run)."""
+    if not isinstance(replies, list) or any(isinstance(r, Exception) for r in replies):
+        return None
+    return replies
+
+
 def _detour(module: Any) -> tuple[type[Exception], ...]:
     """What sends a direct call the ordinary way: a lost script, a failed connection.
 
@@ -109,6 +116,20 @@ class RedisConnection:
         except self._failed as exc:
             raise _mapped(exc) from exc
         return self.run(name, keys, args)
+
+    def multi(self, command: list[bytes], replies: int) -> list[Any] | None:
+        """The `EXEC` reply of a packed `MULTI` … `EXEC` that gets `replies` replies.
+
+        None if the connection failed or a command failed inside (the caller then takes
+        the ordinary way, which reconnects or reports the error).
+        """
+        try:
+            found = self._lane.send_all(command, replies)
+        except self._detour:
+            return None
+        except self._failed as exc:
+            raise _mapped(exc) from exc
+        return _clean(found)
 
     def run_lean(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """`run` down the lean way of `run_packed` (each argument sent as its `str`)."""
@@ -178,6 +199,16 @@ class AsyncRedisConnection:
         except self._failed as exc:
             raise _mapped(exc) from exc
         return await self.run(name, keys, args)
+
+    async def multi(self, command: list[bytes], replies: int) -> list[Any] | None:
+        """`RedisConnection.multi`, awaited."""
+        try:
+            found = await self._lane.send_all(command, replies)
+        except self._detour:
+            return None
+        except self._failed as exc:
+            raise _mapped(exc) from exc
+        return _clean(found)
 
     async def run_lean(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """`run` down the lean way of `run_packed` (each argument sent as its `str`)."""

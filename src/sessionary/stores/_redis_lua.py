@@ -55,6 +55,7 @@ EXPIRY = r"""
 local function expired(row, updated, now)
   if not row or not string.find(row, '"ttl_us":%d') then return false end
   local r = cjson.decode(row)
+  if type(r.ttl_us) ~= 'number' then return false end  -- "ttl_us" only in the metadata
   local from = tonumber(r.created_us)
   if r.ttl_sliding == true then from = tonumber(updated) end
   return from ~= nil and from + r.ttl_us <= tonumber(now)
@@ -128,6 +129,7 @@ local function encode_chunk(c) return '\n' .. table.concat(c, '\n') end
 -- the seqs from its start on, the next one starts past them), so a seq in its span needs
 -- no ZREVRANGEBYSCORE, and a path read walks chunk by chunk.
 local span = {-1, 0, ''}
+local seen = {}  -- the starts of the chunks read, in order (a path read returns them)
 
 local function chunk_start(seq)
   if seq >= span[1] and seq < span[1] + span[2] then return span[3] end
@@ -136,6 +138,7 @@ end
 
 local function read_chunk(start, entries)
   span = {tonumber(start), entries, start}
+  seen[#seen + 1] = start
 end
 
 local function chunk_of(seq)
@@ -441,8 +444,10 @@ return walk_up(seq, tonumber(ARGV[3]), {'ok', s(M.first)})
 _READ_PATH_DOCUMENT = r"""
 -- ARGV: now, leaf ('' head, else an id), limit (0 none), a session document's member
 -- ("namespace\nkey"). Returns 'ok', first, the document's latest version and its JSON
--- ('' and '' if none; see the documents' scripts below), then the path's entries from
--- the leaf up: `_READ_PATH` and `_READ_DOCUMENTS`' 'one' in one script.
+-- ('' and '' if none; see the documents' scripts below), the layout the read saw
+-- ("leaf rolled start start ...": the leaf's seq, `rolled` and the starts of the chunks
+-- read, which `_redis_recent` predicts the next read from), then the path's entries
+-- from the leaf up: `_READ_PATH` and `_READ_DOCUMENTS`' 'one' in one script.
 if not live(ARGV[1]) then return {'nosession'} end
 local seq = leaf_seq(ARGV[2])
 if not seq then return {'nomessage'} end
@@ -453,7 +458,11 @@ if list then
   value = redis.call('HGET', KEYS[13], ARGV[4] .. '\n' .. version)
   if not value then version, value = '', '' end
 end
-return walk_up(seq, tonumber(ARGV[3]), {'ok', s(M.first), version, value})
+local out = walk_up(seq, tonumber(ARGV[3]), {'ok', s(M.first), version, value, ''})
+table.insert(seen, 1, s(M.rolled))
+table.insert(seen, 1, s(seq))
+out[5] = table.concat(seen, ' ')
+return out
 """
 
 _READ = r"""

@@ -15,6 +15,11 @@ Redis runs atomically: appends from any number of processes and machines queue o
 server and never interleave, a stale expected head or version is refused inside the
 script, and re-sent ids are kept once. An append is one `EVALSHA` with the few keys and
 arguments it needs.
+Reads are scripts too, but `history(limit=N)` (`get_path_and_document` at the head),
+the read users wait on, usually skips Lua: the store remembers where the last read of a
+session found its path and sends one `MULTI`/`EXEC` of plain commands for what should
+hold it now, checks the answer against that atomic snapshot alone, and runs the script
+only when the prediction missed (`_redis_recent`).
 State and session rows are compare-and-set by script, retried when another writer won.
 With `ttl`, every key of a session gets `PEXPIRE` on each write to it.
 
@@ -91,6 +96,7 @@ from sessionary.stores._redis_layout import (
     meta_info,
     row_text,
 )
+from sessionary.stores._redis_recent import Layout, Layouts, answer, learn
 from sessionary.stores._redis_rows import (
     import_plan,
     matches,
@@ -164,6 +170,7 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
             url, connect_timeout, timeout, {"append": self._appends.script}
         )
         self._client = self._conn.client
+        self._layouts = Layouts(snapshot_frequency)
 
     async def __aenter__(self) -> AsyncRedisStore:
         return self
@@ -312,6 +319,8 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
         args = append_args(session_id, self._now_us(), parent, expected_head, prepared)
         route = self._appends.route(scope, session_id)
         keys, packed_keys = route.keys(len(prepared), parent is HEAD)
+        if parent is HEAD:  # the next read predicts the messages past the head it saw
+            self._layouts.appended(route.full[0], len(prepared))
         result = await self._conn.run_packed("append", keys, packed_keys, args)
         if isinstance(result, str) and result[0] == "?":  # the lean path did not apply
             route.ended = result == "?!"
@@ -397,15 +406,41 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
         namespace: str,
         key: str,
     ) -> tuple[list[Message], Document | None]:
-        """`get_path` and a session document in one script."""
+        """`get_path` and a session document in one call (see `_predicted`)."""
         check_limit(limit)
         check_document_ref(namespace, key)
         keys = self._keys(scope).session(session_id)
         member = f"{namespace}\n{key}"
-        result = await self._read("read_path_document", keys, leaf or "", limit or 0, member)
+        layout = self._layouts.get(keys.meta) if leaf is None and limit else None
+        result = None
+        if layout is not None and not layout.missed:
+            result = await self._predicted(keys, layout, limit or 0, member)
+        if result is None:
+            result = await self._read("read_path_document", keys, leaf or "", limit or 0, member)
+            if leaf is None and limit and result[0] == "ok":  # it predicts the next read
+                seen = learn(result[4], result[5:], result[2])
+                seen.missed = layout is not None and not layout.missed
+                self._layouts.put(keys.meta, seen)
         _check_status(result[0], session_id, leaf)
         doc = version_document(member, result[2], result[3]) if result[2] else None
-        return _path_messages(result, 4), doc
+        return _path_messages(result, 5), doc
+
+    async def _predicted(
+        self, keys: SessionKeys, layout: Layout, limit: int, member: str
+    ) -> list[Any] | None:
+        """`read_path_document`'s answer for the head by a predicted read (`_redis_recent`).
+
+        None if the prediction missed: the caller runs the script.
+        """
+        plan = self._layouts.plan(keys, layout, member, limit)
+        replies = await self._conn.multi(plan.command, plan.replies)
+        found = None if replies is None else answer(plan, replies, limit, self._now_us())
+        if found is None:
+            return None
+        status, first, version, value, entries, seen = found
+        if seen != layout:  # the same layout keeps its plan
+            self._layouts.put(keys.meta, seen)
+        return [status, str(first), version, value, "", *entries]
 
     async def get_children(self, scope: Scope, session_id: str, message_id: str) -> list[Message]:
         keys = self._keys(scope).session(session_id)

@@ -95,7 +95,6 @@ from sessionary.stores._sql_common import (
     Dialect,
     decode_cursor_pair,
     expired_row,
-    head_and_document,
     import_rows,
     plan_chain,
 )
@@ -753,12 +752,10 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments, AsyncSQLGovernance):
         steps = limit or FOREVER
         if leaf is None:
             live = (scope.tenant, scope.user, session_id, self._now_us())
-            rows = await self._read_alone(
-                shared.HEAD_AND_DOCUMENT_SQL,
-                (steps, *live, "\n", namespace, key_hash(key), *live),
-            )
+            read = self._dialect.head_and_document_read(steps, live, namespace, key_hash(key))
+            rows = await self._read_alone(*read)
             if rows:
-                return head_and_document(rows, namespace, key)
+                return self._dialect.head_and_document(rows, namespace, key)
         path = await self._walked_path(scope, session_id, leaf, steps)
         return path, await self.get_document(scope, "session", session_id, namespace, key, None)
 

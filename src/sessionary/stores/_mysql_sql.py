@@ -66,7 +66,6 @@ from sessionary.stores._sql_common import (
     LINEAR_LIVE,
     Dialect,
     Migration,
-    packed_document,
     packed_messages,
 )
 from sessionary.stores._textmatch import fold, pool_size
@@ -247,33 +246,33 @@ _V4: tuple[str, ...] = (
 _HEAD_AND_DOCUMENT = f"""
 SELECT concat_ws(%s,
     concat_ws(' ', m.id, m.role, m.created_us, coalesce(m.parent_id, ''), m.data),
-    IF(m.depth = s.head_depth,
-        concat_ws(%s, v.version, v.updated_us, v.author, v.body, v.text), NULL))
+    IF(m.depth = s.head_depth, d.version, NULL))
 FROM sessions AS s FORCE INDEX (sessions_key)
 LEFT JOIN documents AS d ON d.level = 'session' AND d.tenant = s.tenant
     AND d.user_id = s.user_id AND d.owner = s.id AND d.namespace = %s AND d.key_hash = %s
     AND d.version > 0
-LEFT JOIN document_versions AS v ON v.document_pk = d.pk AND v.version = d.version
 JOIN messages AS m FORCE INDEX (messages_depth) ON m.session_pk = s.pk
     AND m.depth BETWEEN greatest(0, s.head_depth - %s + 1) AND s.head_depth
 WHERE {LINEAR_LIVE}
 ORDER BY m.depth"""
 """`get_path_and_document`'s read on MariaDB and MySQL: one query block, no UNION.
 
-The session's row, the document's and its latest version's are constants to the
-optimizer (each found by a unique key from constants), read once while it plans; the
-messages are then one range of `messages_depth`, already in depth order (no sort), and
-the document is sent on the head's row only. On MariaDB every table and query block a
-statement names costs parse and optimizer time on every read, far more than reading 20
-rows: the `UNION ALL` of `HEAD_AND_DOCUMENT_SQL` opened and planned the session's row
-twice, in two query blocks, and cost the server about 30 % more than this (a subquery
-for the document, a query block of its own, about 15 % more). The index hints spare the
-range optimizer its estimates over the other indexes, which can only be worse.
+The session's row and the document's are constants to the optimizer (each found by a
+unique key from constants), read once while it plans; the messages are then one range
+of `messages_depth`, already in depth order (no sort). On MariaDB every table and query
+block a statement names costs parse and planning time on every read, far more than
+reading 20 rows: the `UNION ALL` of `HEAD_AND_DOCUMENT_SQL` opened and planned the
+session's row twice, in two query blocks, and cost the server about 30 % more than one
+block. So only the document's latest version number is read here (its version row would
+be a fourth table, about 15 % of the server's time of every read, for the few sessions
+that have the document): the store reads that version (immutable once written) in a
+second statement when there is one. The index hints spare the range optimizer its
+estimates over the other indexes, which can only be worse.
 
 One column per row, a message packed as `HEAD_AND_DOCUMENT_SQL` packs it (PyMySQL pays
-per column of every row); the head's row continues, after a newline, with the document,
-if any, packed as `packed_document` reads it. A message holds no newline (its id, role
-and time hold none, and its JSON body escapes it), so the first one ends the message."""
+per column of every row); the head's row continues, after a newline, with the
+document's version, if any. A message holds no newline (its id, role and time hold none,
+and its JSON body escapes it), so the first one ends the message."""
 
 
 class MySQLDialect(Dialect):
@@ -292,15 +291,16 @@ class MySQLDialect(Dialect):
         self, steps: int, live: Sequence[Any], namespace: str, digest: bytes
     ) -> tuple[str, tuple[Any, ...]]:
         """`_HEAD_AND_DOCUMENT` and its parameters (an empty session has no rows here)."""
-        return _HEAD_AND_DOCUMENT, ("\n", "\n", namespace, digest, steps, *live)
+        return _HEAD_AND_DOCUMENT, ("\n", namespace, digest, steps, *live)
 
     def head_and_document(
         self, rows: list[tuple[Any, ...]], namespace: str, key: str
-    ) -> tuple[list[Message], Document | None]:
-        """Rows of one packed message each, in depth order; the head's may hold the document."""
-        head, _, packed = rows[-1][0].partition("\n")
-        doc = packed_document(packed, namespace, key) if packed else None
-        return packed_messages([*(row[0] for row in rows[:-1]), head]), doc
+    ) -> tuple[list[Message], Document | int | None]:
+        """Rows of one packed message each, in depth order; the head's may end in a version."""
+        head, _, version = rows[-1][0].partition("\n")
+        return packed_messages([*(row[0] for row in rows[:-1]), head]), (
+            int(version) if version else None
+        )
 
     pending_batch = 500
     pending_sql = f"SELECT seq, n FROM search_pending ORDER BY seq LIMIT {pending_batch}"

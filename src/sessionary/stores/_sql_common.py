@@ -250,8 +250,12 @@ class Dialect:
 
     def head_and_document(
         self, rows: list[tuple[Any, ...]], namespace: str, key: str
-    ) -> tuple[list[Message], Document | None]:
-        """Decode the rows of `head_and_document_read`: the path, oldest first, and the document."""
+    ) -> tuple[list[Message], Document | int | None]:
+        """Decode the rows of `head_and_document_read`: the path, oldest first, and the document.
+
+        The document may be given as its version alone (an int), which the store then
+        reads in a statement of its own.
+        """
         return head_and_document(rows, namespace, key)
 
     appends_alone = False

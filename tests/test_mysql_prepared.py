@@ -119,3 +119,16 @@ def test_a_literal_is_what_the_driver_escapes(mysql_url: str) -> None:
         check()
     finally:
         conn.close()
+
+
+def test_a_statement_the_server_will_not_prepare_runs_plain(mysql_url: str) -> None:
+    # MariaDB refuses to prepare `EXECUTE IMMEDIATE` (error 1295); the plain query works.
+    driver = MySQLDriver(mysql_url, pool_size=1)
+    try:
+        driver.start(_setup)
+        if not _expected(driver._version):
+            pytest.skip("MySQL runs every statement plain")
+        for _ in range(2):
+            assert driver.run_alone("EXECUTE IMMEDIATE %s", ("SELECT 7",))[0] == [(7,)]
+    finally:
+        driver.close()

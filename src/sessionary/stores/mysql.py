@@ -224,6 +224,8 @@ def _prepared_name(
     """
     prepared = _statements(conn)
     name = prepared.get(sql)
+    if name == "":  # the server would not prepare it (see `_not_prepared`)
+        return None
     new = name is None
     if name is None:
         if ";" in sql or "?" in sql or "%%" in sql or len(prepared) >= _PREPARED_MAX:
@@ -234,6 +236,28 @@ def _prepared_name(
     if packet and _size_bound(name, params) + 32 >= packet:
         return None
     return name, new
+
+
+def _prepare(name: str, sql: str) -> tuple[str, tuple[str]]:
+    """The `PREPARE` of a statement written for the driver (`%s` markers) under `name`."""
+    return f"PREPARE {name} FROM %s", (sql.replace("%s", "?"),)
+
+
+_UNPREPARED = {1295, 1461}
+"""The server cannot prepare this statement, or its `max_prepared_stmt_count` (over all
+its clients) is reached: the statement runs as a plain query instead."""
+
+
+def _not_prepared(conn: Any, sql: str, exc: BaseException) -> tuple[str, bool] | None:
+    """After a failed `PREPARE`: None, for plain queries of `sql` on `conn` from now on.
+
+    Only where the server would not prepare it (`_UNPREPARED`); any other failure is
+    raised, as the plain query would fail as well.
+    """
+    if not (exc.args and exc.args[0] in _UNPREPARED):
+        raise exc
+    _statements(conn)[sql] = ""
+    return None
 
 
 def _statements(conn: Any) -> dict[str, str]:
@@ -428,17 +452,17 @@ class AsyncMySQLDriver:
                 try:
                     async with conn.cursor(_Cursor) as cursor:
                         prepared = _prepared_name(conn, sql, params, self._version, self._packet)
+                        if prepared is not None and prepared[1]:
+                            try:
+                                await cursor.execute(*_prepare(prepared[0], sql))
+                                _statements(conn)[sql] = prepared[0]
+                            except pymysql.err.Error as exc:
+                                prepared = _not_prepared(conn, sql, exc)
                         if prepared is None:
                             script = _one_statement(sql, self._version)
                             await cursor.execute(*_fitting(cursor, script, params, self._packet))
                         else:
-                            name, new = prepared
-                            if new:
-                                await cursor.execute(
-                                    f"PREPARE {name} FROM %s", (sql.replace("%s", "?"),)
-                                )
-                                _statements(conn)[sql] = name
-                            await cursor.execute(_execute_sql(conn, name, params))
+                            await cursor.execute(_execute_sql(conn, prepared[0], params))
                         rows: list[Row] = []
                         changed = 0
                         while True:
@@ -642,15 +666,17 @@ class MySQLDriver:
                 try:
                     with conn.cursor() as cursor:
                         prepared = _prepared_name(conn, sql, params, self._version, self._packet)
+                        if prepared is not None and prepared[1]:
+                            try:
+                                cursor.execute(*_prepare(prepared[0], sql))
+                                _statements(conn)[sql] = prepared[0]
+                            except pymysql.err.Error as exc:
+                                prepared = _not_prepared(conn, sql, exc)
                         if prepared is None:
                             script = _one_statement(sql, self._version)
                             cursor.execute(*_fitting(cursor, script, params, self._packet))
                         else:
-                            name, new = prepared
-                            if new:
-                                cursor.execute(f"PREPARE {name} FROM %s", (sql.replace("%s", "?"),))
-                                _statements(conn)[sql] = name
-                            cursor.execute(_execute_sql(conn, name, params))
+                            cursor.execute(_execute_sql(conn, prepared[0], params))
                         rows: list[Row] = []
                         changed = 0
                         while True:

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sessionary import Message
-from sessionary.model import TextPart, _encode, encode_body, part_to_dict
+from sessionary.model import TextPart, _encode, encode_body, part_to_dict, plain_body_text
 
 
 def _general(message: Message) -> str:
@@ -21,6 +21,7 @@ def _general(message: Message) -> str:
 def test_a_plain_text_body_is_the_json_encoding(text: str) -> None:
     message = Message.user(text)
     assert encode_body(message) == _general(message)
+    assert plain_body_text(encode_body(message)) == text
 
 
 @given(st.text(), st.dictionaries(st.text(max_size=5), st.integers(), max_size=2))
@@ -31,3 +32,19 @@ def test_other_bodies_take_the_general_way(text: str, extra: dict[str, int]) -> 
         Message("assistant", [TextPart(text), TextPart(text)]),
     ):
         assert encode_body(message) == _general(message)
+
+
+_TAIL = '","type":"text"}]}'
+
+
+@given(st.text(), st.dictionaries(st.text(max_size=5), st.integers(), max_size=2))
+def test_only_a_plain_text_body_gives_its_text_back(text: str, extra: dict[str, int]) -> None:
+    # Bodies that start and end as a plain one does, or whose text does, are not plain.
+    for message in (
+        Message.user(text, metadata={"k": 1}),
+        Message("assistant", [TextPart(text, extra=extra or {"x": 1})]),
+        Message("assistant", [TextPart(text), TextPart(text)]),
+        Message("assistant", [TextPart(text + _TAIL), TextPart(text + _TAIL)]),
+    ):
+        assert plain_body_text(encode_body(message)) is None
+    assert plain_body_text(encode_body(Message.user(text + _TAIL))) == text + _TAIL

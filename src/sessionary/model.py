@@ -198,11 +198,15 @@ class Message:
     @property
     def tool_calls(self) -> list[ToolCallPart]:
         """The tool calls this message makes."""
+        if getattr(self, "_stored", None) == "" and "parts" not in self.__dict__:
+            return []  # read back as plain text and not decoded: one text part, no calls
         return [p for p in self.parts if isinstance(p, ToolCallPart)]
 
     @property
     def tool_results(self) -> list[ToolResultPart]:
         """The tool results this message carries."""
+        if getattr(self, "_stored", None) == "" and "parts" not in self.__dict__:
+            return []  # read back as plain text and not decoded: one text part, no results
         return [p for p in self.parts if isinstance(p, ToolResultPart)]
 
     def to_dict(self) -> dict[str, JSON]:
@@ -500,6 +504,28 @@ _encode_text = encode_basestring
 """How `_encode` writes a string (it does not escape non-ASCII text)."""
 
 
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+"""JSON's string scanner (in C): a string's decoded text and where its closing quote ends."""
+_PLAIN_HEAD = '{"parts":[{"text":"'
+_PLAIN_TAIL = ',"type":"text"}]}'
+"""A plain-text message's body (see `plain_text`) is its text as a JSON string between these."""
+
+
+def plain_body_text(body: str) -> str | None:
+    """Return the text of a body `encode_body` wrote for a plain-text message, else None.
+
+    The inverse of its shortcut: the JSON string between `_PLAIN_HEAD` and `_PLAIN_TAIL`,
+    if it spans all of the space between them (a body of several text parts starts and
+    ends the same way, but its first string ends sooner). One scan of the string in C,
+    where decoding the whole body builds its part, dicts and lists in Python.
+    """
+    if body.startswith(_PLAIN_HEAD) and body.endswith(_PLAIN_TAIL):
+        text, end = _scanstring(body, len(_PLAIN_HEAD))
+        if end == len(body) - len(_PLAIN_TAIL):
+            return text
+    return None
+
+
 def plain_text(message: Message) -> str | None:
     """Return the text of a checked message that is one bare text part, else None.
 
@@ -522,7 +548,7 @@ def encode_body(message: Message) -> str:
     """
     text = plain_text(message)
     if text is not None:  # the common case, as `_encode` would write it, built directly
-        return f'{{"parts":[{{"text":{_encode_text(text)},"type":"text"}}]}}'
+        return f"{_PLAIN_HEAD[:-1]}{_encode_text(text)}{_PLAIN_TAIL}"
     body: dict[str, JSON] = dict(message.extra)
     body["parts"] = [part_to_dict(p) for p in message.parts]
     if message.metadata:

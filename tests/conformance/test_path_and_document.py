@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import sessionary
-from sessionary import Encryption, Keyring, Message, SessionManager, ToolCallPart
+from sessionary import Encryption, Keyring, Message, SessionManager, TextPart, ToolCallPart
 
 NS, KEY = "compaction.index", "overlays"
 
@@ -105,6 +105,36 @@ def test_a_branched_session(manager: SessionManager, with_document: bool) -> Non
             _same(manager, session_id, leaf, limit)
     session.checkout(ids[-1])
     assert [m.id for m in _same(manager, session_id, None, 3)[0]] == ids[-3:]
+
+
+TAIL = '","type":"text"}]}'
+"""How a plain-text body ends: a text may end so too, and a body of several parts does."""
+
+
+@pytest.mark.requires("documents")
+def test_bodies_read_back_as_written(manager: SessionManager) -> None:
+    # Plain texts, texts that look like the end of a plain body, several text parts,
+    # metadata: what a read gives back is what was written, its text and its tool parts.
+    session = manager.create(name="bodies")
+    written = [
+        Message.user('plain "quoted" \\ back\nslash \u00e9 \U0001f600 \x00'),
+        Message.user("ends like a body" + TAIL),
+        Message("assistant", [TextPart("a" + TAIL), TextPart("b" + TAIL)]),
+        Message.user("with metadata", metadata={"k": 1}),
+        Message.assistant(tool_calls=[ToolCallPart(id="c1", name="look", arguments={})]),
+        Message.tool("c1", "done"),
+        Message.user(""),
+    ]
+    for message in written:
+        session.append(message)
+    path, _ = _same(manager, session.id, None, 20)
+    for got, sent in zip(path, written, strict=True):
+        assert (got.text, got.tool_calls, got.tool_results) == (
+            sent.text,
+            sent.tool_calls,
+            sent.tool_results,
+        )
+        assert (got.parts, got.metadata, got.extra) == (sent.parts, sent.metadata, sent.extra)
 
 
 @pytest.mark.requires("documents")

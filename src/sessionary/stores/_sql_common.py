@@ -26,7 +26,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sessionary.errors import InvalidInput
-from sessionary.model import Message, decode_body, decode_lazy, message_text, to_micros
+from sessionary.model import (
+    Message,
+    decode_body,
+    decode_lazy,
+    message_text,
+    plain_body_text,
+    to_micros,
+)
 from sessionary.query import Query, words
 from sessionary.records import (
     Document,
@@ -52,11 +59,14 @@ __all__ = [
     "INSERT_SESSION",
     "HEAD_AND_DOCUMENT_SQL",
     "LINEAR_HEAD_SQL",
+    "LINEAR_LIVE",
     "LOCATE_SQL",
     "LOCK_SQL",
     "EXPIRY_COLUMNS",
     "expired_row",
     "head_and_document",
+    "packed_document",
+    "packed_messages",
     "MESSAGE_COLUMNS",
     "PATH_SQL",
     "SCOPED",
@@ -112,7 +122,7 @@ ORDER BY m.depth
 """
 """The head's path in one statement (one snapshot) for a session that is one chain and has
 no TTL (one with a TTL takes the path that checks expiry)."""
-_LINEAR_LIVE = (
+LINEAR_LIVE = (
     "s.tenant = %s AND s.user_id = %s AND s.id = %s AND s.message_count = s.head_depth + 1 "
     f"AND {live_sql('%s', 's.')}"
 )
@@ -120,14 +130,14 @@ HEAD_AND_DOCUMENT_SQL = f"""
 SELECT m.depth, concat_ws(' ', m.id, m.role, m.created_us, coalesce(m.parent_id, ''), m.data)
 FROM sessions AS s JOIN messages AS m ON m.session_pk = s.pk
     AND m.depth BETWEEN greatest(0, s.head_depth - %s + 1) AND s.head_depth
-WHERE {_LINEAR_LIVE}
+WHERE {LINEAR_LIVE}
 UNION ALL
 SELECT -v.version, concat_ws(%s, v.updated_us, v.author, v.body, v.text)
 FROM sessions AS s JOIN documents AS d ON d.level = 'session' AND d.tenant = s.tenant
     AND d.user_id = s.user_id AND d.owner = s.id AND d.namespace = %s AND d.key_hash = %s
     AND d.version > 0
 JOIN document_versions AS v ON v.document_pk = d.pk AND v.version = d.version
-WHERE {_LINEAR_LIVE}
+WHERE {LINEAR_LIVE}
 """
 """`LINEAR_HEAD_SQL` and a session document's latest version in one statement (one snapshot),
 for a live session that is one chain: rows of (depth, message), the message's columns in
@@ -224,6 +234,33 @@ class Dialect:
             for r in rows
         )
         return message_hits(query, texts, limit)
+
+    def head_and_document_read(
+        self, steps: int, live: Sequence[Any], namespace: str, digest: bytes
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The one statement of `get_path_and_document` for a live one-chain session.
+
+        Args:
+            steps: The most messages to return, the head's and those before it.
+            live: The session's tenant, user and id, and the time now in microseconds.
+            namespace: The session document's namespace.
+            digest: The SHA-256 of its key (`key_hash`).
+
+        Returns:
+            The statement and its parameters; no rows means the session is not one
+            chain, not live, missing, or (here) empty without the document.
+        """
+        return HEAD_AND_DOCUMENT_SQL, (steps, *live, "\n", namespace, digest, *live)
+
+    def head_and_document(
+        self, rows: list[tuple[Any, ...]], namespace: str, key: str
+    ) -> tuple[list[Message], Document | int | None]:
+        """Decode the rows of `head_and_document_read`: the path, oldest first, and the document.
+
+        The document may be given as its version alone (an int), which the store then
+        reads in a statement of its own.
+        """
+        return head_and_document(rows, namespace, key)
 
     appends_alone = False
     """Whether the dialect has the two append scripts below (else appends lock and read)."""
@@ -501,15 +538,31 @@ def head_and_document(
     doc = None
     if rows and rows[0][0] < 0:
         version, packed = rows.pop(0)
-        updated_us, author, body, text = packed.split("\n", 3)
-        doc = document_from_row(
-            (namespace, key, body, -int(version), author, int(updated_us), text)
-        )
+        doc = packed_document(f"{-int(version)}\n{packed}", namespace, key)
     with gc_paused():
         return [_packed_message(row[1]) for row in rows], doc
 
 
+def packed_document(packed: str, namespace: str, key: str) -> Document:
+    """A document packed as `version updated_us author body text`, newlines between."""
+    version, updated_us, author, body, text = packed.split("\n", 4)
+    return document_from_row((namespace, key, body, int(version), author, int(updated_us), text))
+
+
+def packed_messages(packed: Sequence[str]) -> list[Message]:
+    """Messages packed as `HEAD_AND_DOCUMENT_SQL` packs them, in the same order."""
+    with gc_paused():
+        return [_packed_message(one) for one in packed]
+
+
 def _packed_message(packed: str) -> Message:
-    """A message of `HEAD_AND_DOCUMENT_SQL`, its body decoded on first use (as SQLite's)."""
+    """A message of `HEAD_AND_DOCUMENT_SQL`, its body decoded on first use (as SQLite's).
+
+    A plain-text body is taken apart at once (`plain_body_text`, a scan in C): the
+    message then holds its text, as SQLite's plain rows do, and reading it decodes nothing.
+    """
     message_id, role, created_us, parent_id, body = packed.split(" ", 4)
+    text = plain_body_text(body)
+    if text is not None:
+        return decode_lazy(message_id, role, int(created_us), "", parent_id or None, text)
     return decode_lazy(message_id, role, int(created_us), body, parent_id or None, None)

@@ -96,7 +96,6 @@ from sessionary.stores._sql_common import (
     Dialect,
     decode_cursor_pair,
     expired_row,
-    head_and_document,
     import_rows,
     plan_chain,
 )
@@ -749,18 +748,23 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments, AsyncSQLGovernance):
         namespace: str,
         key: str,
     ) -> tuple[list[Message], Document | None]:
-        """`get_path` and a session document: one statement for a live one-chain session."""
+        """`get_path` and a session document: one statement for a live one-chain session.
+
+        (On MySQL, a second one reads the document, if the first found it: see
+        `MySQLDialect.head_and_document_read`.)
+        """
         check_limit(limit)
         check_document_ref(namespace, key)
         steps = limit or FOREVER
         if leaf is None:
             live = (scope.tenant, scope.user, session_id, self._now_us())
-            rows = await self._read_alone(
-                shared.HEAD_AND_DOCUMENT_SQL,
-                (steps, *live, "\n", namespace, key_hash(key), *live),
-            )
+            read = self._dialect.head_and_document_read(steps, live, namespace, key_hash(key))
+            rows = await self._read_alone(*read)
             if rows:
-                return head_and_document(rows, namespace, key)
+                path, doc = self._dialect.head_and_document(rows, namespace, key)
+                if isinstance(doc, int):  # its version as the read found it (immutable)
+                    doc = await self.get_document(scope, "session", session_id, namespace, key, doc)
+                return path, doc
         path = await self._walked_path(scope, session_id, leaf, steps)
         return path, await self.get_document(scope, "session", session_id, namespace, key, None)
 

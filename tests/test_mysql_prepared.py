@@ -8,6 +8,9 @@ queries (its `EXECUTE` takes no literals).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pymysql
@@ -15,6 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import sessionary
+from sessionary import Message
 from sessionary.stores.mysql import AsyncMySQLDriver, MySQLDriver, _literal, connect_options
 
 pytestmark = pytest.mark.mysql
@@ -132,3 +137,54 @@ def test_a_statement_the_server_will_not_prepare_runs_plain(mysql_url: str) -> N
             assert driver.run_alone("EXECUTE IMMEDIATE %s", ("SELECT 7",))[0] == [(7,)]
     finally:
         driver.close()
+
+
+async def test_a_read_cancelled_anywhere_leaves_the_next_one_whole(mysql_url: str) -> None:
+    # Cancelled before, during or after its PREPARE or EXECUTE (each round cuts one loop turn
+    # later; the sleep makes sure some cuts land while the server is executing): the
+    # connection is closed or left as it was, and the next read on the one pooled
+    # connection prepares again where needed and answers exactly.
+    driver = AsyncMySQLDriver(mysql_url, pool_size=1)
+    slow = "SELECT SLEEP(%s) = 0, %s, %s, %s, %s, %s, %s, %s, %s"
+    try:
+        await driver.start(_setup_async)
+        cut = 0
+        for turns in range(40):
+            sql, params = (slow, (0.02, *ODD)) if turns % 4 == 3 else (SELECT_ODD, ODD)
+            task = asyncio.ensure_future(driver.run_alone(sql, params))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            if turns % 4 == 3:
+                await asyncio.sleep(0.005)
+            cut += task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            assert (await driver.run_alone(SELECT_ODD, ODD))[0] == [ODD]
+            assert (await driver.run_alone(slow, (0, *ODD)))[0] == [(1, *ODD)]
+        assert cut > 0  # some calls were in flight when cancelled
+    finally:
+        await driver.close()
+        await driver.close()  # a second close is a no-op
+
+
+def test_one_async_store_reads_from_two_event_loops(mysql_url: str) -> None:
+    # The store's prepared reads run on its own loop: callers on any loop in any thread
+    # get the same answer.
+    async def fill(manager: sessionary.AsyncSessionManager) -> str:
+        session = await manager.create(name="loops")
+        await session.append_all([Message.user(f"turn {i}") for i in range(30)])
+        return session.id
+
+    async def texts(manager: sessionary.AsyncSessionManager, sid: str) -> list[str]:
+        return [m.text for m in await manager.session(sid).history(limit=5)]
+
+    manager = sessionary.AsyncSessionManager(mysql_url)
+    try:
+        sid = asyncio.run(fill(manager))
+        first = asyncio.run(texts(manager, sid))
+        with ThreadPoolExecutor(2) as pool:
+            others = list(pool.map(lambda _: asyncio.run(texts(manager, sid)), range(4)))
+        assert first == [f"turn {i}" for i in range(25, 30)]
+        assert others == [first] * 4
+    finally:
+        asyncio.run(manager.close())

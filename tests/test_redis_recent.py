@@ -8,7 +8,10 @@ answer exactly what a store that never predicted answers (the script's way).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -292,3 +295,49 @@ def test_a_session_in_the_layout_before_runs(redis_url: str, redis_client: Any) 
                     assert _read(reader) == _read(fresh)
                     assert _read(reader, 12) == _read(fresh, 12)
                 _append(writer, 5, n)
+
+
+def test_reads_cancelled_anywhere_and_reads_from_other_loops(redis_url: str) -> None:
+    # A predicted read cancelled at any loop turn (its MULTI/EXEC sent or not, its replies
+    # read or not) leaves no reply behind for the next read to take for its own: run on
+    # the caller's loop (the store unhopped), where the cancellation reaches the socket.
+    # Callers on other event loops, in other threads, of one store get the same answers.
+    url = f"{redis_url}&snapshot_frequency=4"
+    with SessionManager(url) as writer, SessionManager(url) as fresh:
+        writer.create(id=SID)
+        _append(writer, 10, 0)
+        reader = sessionary.AsyncSessionManager(url)
+
+        async def read(store: Any) -> Any:
+            path, doc = await store.get_path_and_document(reader.scope, SID, None, LIMIT, NS, KEY)
+            shown = [(m.id, m.parent_id, m.role, m.text) for m in path]
+            return shown, None if doc is None else (doc.version, doc.body)
+
+        async def cancelled_reads() -> int:
+            direct = sessionary.AsyncSessionManager(url).store._home.resident  # type: ignore[attr-defined]
+            cut = 0
+            try:
+                assert await read(direct) == _read(fresh)
+                for turns in range(40):
+                    task = asyncio.ensure_future(read(direct))
+                    for _ in range(turns % 10):
+                        await asyncio.sleep(0)
+                    cut += task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+                    if turns % 3 == 0:
+                        _append(writer, 1, 100 + turns)
+                    assert await read(direct) == _read(fresh)
+            finally:
+                await direct.close()
+            return cut
+
+        try:
+            assert asyncio.run(cancelled_reads()) > 0
+            expected = _read(fresh)
+            with ThreadPoolExecutor(2) as pool:
+                runs = pool.map(lambda _: asyncio.run(read(reader.store)), range(4))
+                assert list(runs) == [expected] * 4
+        finally:
+            asyncio.run(reader.close())
+            asyncio.run(reader.close())

@@ -40,8 +40,10 @@ from bench.srv_common import (
     Outcome,
     Plan,
     ReadCell,
+    add_server_cpu,
     run_block,
     run_reads,
+    server_cpu,
     versions,
 )
 from bench.srv_redis import Redis
@@ -63,6 +65,7 @@ def measure(backend: Backend, plan: Plan, log: Callable[[str], None]) -> Outcome
         return out
     try:
         backend.setup()
+        backend.locate_server()
         out.settings = backend.settings()
         out.cells = _append_cells(backend)
         _time_appends(backend, plan, out.cells, log)
@@ -97,7 +100,9 @@ def _time_appends(
             if cell.error:
                 continue
             before = backend.counters()
+            cpu_before = server_cpu(backend)
             run_block(cell, plan.block_seconds)
+            add_server_cpu(cell, cpu_before, server_cpu(backend))
             for name, value in backend.counters().items():
                 cell.events[name] = cell.events.get(name, 0) + value - before[name]
 

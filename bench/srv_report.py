@@ -240,7 +240,9 @@ def render(outcomes: list[Outcome], plan: Plan, machine: dict[str, str], threads
 def _notes(plan: Plan, shortest: int, longest: int, threads_note: str) -> Iterator[str]:
     yield (
         f"- Appends: each cell (library and writer shape) holds its writers' connections for the "
-        f"whole run; {plan.rounds} round(s) give every cell one {plan.block_seconds} s block each, "
+        f"whole run, each opened by one untimed append per writer before the first round (a "
+        f"sessionary manager connects on first use, a raw driver when made); {plan.rounds} "
+        f"round(s) give every cell one {plan.block_seconds} s block each, "
         f"in a new random order per round, so sessionary and the raw driver share the machine's "
         f"noise. The rate is all messages over all block time; the range is per block. "
         f"Messages are alternating user/assistant texts of {shortest}-{longest} characters; "
@@ -302,9 +304,10 @@ def _notes(plan: Plan, shortest: int, longest: int, threads_note: str) -> Iterat
         "line gives these numbers beside raw's. The server "
         "columns are the server-wide deadlock (and, on MariaDB, row-lock wait) counters' "
         "increase over the cell's blocks: they count every client of the server, not only "
-        "this run's. `messages per session at end` is how long the cell's session(s) grew "
-        "(every cell starts from an empty session). A roll-up writes one new chunk and never "
-        "rewrites an older one, so an append's cost does not grow with the session."
+        "this run's. `messages per session at end` is how long the cell's session(s) grew in "
+        "the timed blocks (each starts from the untimed appends only). A roll-up writes one "
+        "new chunk and never rewrites an older one, so an append's cost does not grow with "
+        "the session."
     )
     yield (
         "- The servers run on the same machine as the client, so client and server compete "

@@ -20,7 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import servers, srv_report  # noqa: E402
-from bench.srv_common import BACKGROUND, OTHER, OWN, Cell, Outcome, add_server_cpu  # noqa: E402
+from bench.srv_common import (  # noqa: E402
+    BACKGROUND,
+    OTHER,
+    OWN,
+    Cell,
+    Outcome,
+    Writer,
+    add_server_cpu,
+)
 
 REQUIRE_BACKENDS = os.environ.get("SESSIONARY_REQUIRE_BACKENDS", "") not in ("", "0")
 
@@ -178,3 +186,28 @@ def test_server_cpu_counts_the_runs_tasks_and_background_only() -> None:
     # own 1 (+50), background 2 (+20), own at the end 4 (+30), new 7 (+70) and 8 (+9);
     # not: another client's 3, 5 (it served one at the start), a reused id 6 (CPU went down)
     assert (cell.server_ns, cell.background_ns) == (179, 29)
+
+
+class CountingWriter(Writer):
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.fail = fail
+
+    def append(self) -> None:
+        if self.fail:
+            raise RuntimeError("no server")
+        self.next_turn()
+
+    def close(self) -> None:
+        pass
+
+
+def test_every_writer_appends_once_before_the_timed_rounds() -> None:
+    good = Cell("fake", "sessionary", "sessionary", 2, "distinct", False)
+    good.handles = [CountingWriter(), CountingWriter()]
+    bad = Cell("fake", "raw", "raw", 1, "single", True)
+    bad.handles = [CountingWriter(fail=True)]
+    servers._warm([good, bad])
+    assert [w.index for w in good.handles] == [1, 1] and not good.error
+    assert not good.counts  # untimed: no block was recorded
+    assert bad.error == "RuntimeError: no server"  # the timed rounds skip it

@@ -11,6 +11,10 @@ Per backend (PostgreSQL, MariaDB/MySQL, Redis), in one run and interleaved in ro
 - ``history(limit=20)`` at depth 10,000 beside the raw ``SELECT … ORDER BY … LIMIT 20``
   (Redis: ``LRANGE -20 -1``).
 
+Each append cell also reports this process's CPU per append and, when the server runs on
+this machine, the server's (from ``/proc``), and the rate those allow on this machine's cores;
+a row that misses its target says in its verdict line where its time went.
+
 Redis runs the ``redis://`` store (``SessionManager``) and ``IncrementalSessionManager``, each
 with ``snapshot_frequency=25`` and with roll-ups disabled. Every schema, database and key
 the run creates is removed at the end.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import ipaddress
 import json
 import os
 import sys
@@ -218,7 +219,12 @@ def task_name(tid: int) -> str:
 
 def is_loopback(host: str | None) -> bool:
     """Whether a URL's host names this machine (a Unix socket path does too)."""
-    return not host or host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")
+    if not host or host.startswith("/") or host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name other than localhost
+        return False
 
 
 def server_cpu(backend: Backend) -> dict[int, tuple[str, int]]:

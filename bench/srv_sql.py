@@ -272,13 +272,16 @@ def _mysql_connect(database: str | None, autocommit: bool) -> Any:
     )
 
 
-def _process_of(tid: int) -> int:
-    """The process a thread id belongs to, by its `Tgid`."""
-    with open(f"/proc/{tid}/status") as status:
-        for line in status:
-            if line.startswith("Tgid:"):
-                return int(line.split()[1])
-    return tid
+def _process_of(tid: int) -> int | None:
+    """The process a thread id belongs to (its `Tgid`), or None if this /proc has no such id."""
+    try:
+        with open(f"/proc/{tid}/status") as status:
+            for line in status:
+                if line.startswith("Tgid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 class MySQL(SqlBackend):
@@ -343,11 +346,11 @@ class MySQL(SqlBackend):
         except Exception as exc:  # MySQL's PROCESSLIST has no TID column
             self.cpu_problem = f"the server names no thread ids: {type(exc).__name__}: {exc}"
             return
-        self.pid = _process_of(tid)
-        if task_name(self.pid) not in ("mariadbd", "mysqld"):
+        pid = _process_of(tid)
+        if pid is None or task_name(pid) not in ("mariadbd", "mysqld"):
             self.cpu_problem = f"its thread {tid} is not a `mariadbd` thread in this /proc"
             return
-        self.cpu_problem = None
+        self.pid, self.cpu_problem = pid, None
 
     def _threads(self, where: str) -> list[tuple[int, str | None]]:
         with self.monitor.cursor() as cur:

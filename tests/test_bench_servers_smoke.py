@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import servers, srv_report  # noqa: E402
+from bench import servers, srv_common, srv_report  # noqa: E402
 from bench.srv_common import (  # noqa: E402
     BACKGROUND,
     OTHER,
@@ -211,3 +211,31 @@ def test_every_writer_appends_once_before_the_timed_rounds() -> None:
     assert [w.index for w in good.handles] == [1, 1] and not good.error
     assert not good.counts  # untimed: no block was recorded
     assert bad.error == "RuntimeError: no server"  # the timed rounds skip it
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "backend"),
+    [
+        ("srv_sql", "POSTGRES_URL", "Postgres"),
+        ("srv_sql", "MYSQL_URL", "MySQL"),
+        ("srv_redis", "REDIS_URL", "Redis"),
+    ],
+)
+def test_a_server_on_another_machine_is_not_read_from_this_proc(
+    monkeypatch: pytest.MonkeyPatch, module: str, name: str, backend: str
+) -> None:
+    from bench import srv_redis, srv_sql
+
+    where = {"srv_sql": srv_sql, "srv_redis": srv_redis}[module]
+    monkeypatch.setattr(where, name, "scheme://user@db.example:1/x")
+    made = getattr(where, backend)()
+    made.locate_server()
+    assert made.cpu_problem == "the server at scheme://user@db.example:1/x is not on this machine"
+    assert srv_common.server_cpu(made) == {}
+
+
+def test_loopback_hosts() -> None:
+    for host in (None, "", "/var/run/postgresql", "localhost", "127.0.0.1", "127.0.0.2", "::1"):
+        assert srv_common.is_loopback(host), host
+    for host in ("db.example", "10.0.0.1", "::2"):
+        assert not srv_common.is_loopback(host), host

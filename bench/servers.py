@@ -11,6 +11,10 @@ Per backend (PostgreSQL, MariaDB/MySQL, Redis), in one run and interleaved in ro
 - ``history(limit=20)`` at depth 10,000 beside the raw ``SELECT … ORDER BY … LIMIT 20``
   (Redis: ``LRANGE -20 -1``).
 
+Each append cell also reports this process's CPU per append and, when the server runs on
+this machine, the server's (from ``/proc``), and the rate those allow on this machine's cores;
+a row that misses its target says in its verdict line where its time went.
+
 Redis runs the ``redis://`` store (``SessionManager``) and ``IncrementalSessionManager``, each
 with ``snapshot_frequency=25`` and with roll-ups disabled. Every schema, database and key
 the run creates is removed at the end.
@@ -40,8 +44,10 @@ from bench.srv_common import (
     Outcome,
     Plan,
     ReadCell,
+    add_server_cpu,
     run_block,
     run_reads,
+    server_cpu,
     versions,
 )
 from bench.srv_redis import Redis
@@ -63,8 +69,10 @@ def measure(backend: Backend, plan: Plan, log: Callable[[str], None]) -> Outcome
         return out
     try:
         backend.setup()
+        backend.locate_server()
         out.settings = backend.settings()
         out.cells = _append_cells(backend)
+        _warm(out.cells)
         _time_appends(backend, plan, out.cells, log)
         log(f"{backend.title}: building depth {plan.depth:,} for history reads")
         out.reads = [
@@ -87,6 +95,21 @@ def measure(backend: Backend, plan: Plan, log: Callable[[str], None]) -> Outcome
     return out
 
 
+def _warm(cells: list[Cell]) -> None:
+    """One untimed append per writer, so that no timed block opens a connection.
+
+    The raw drivers connect when their writer is made; a sessionary manager connects on its
+    first call (a PyMySQL connection alone builds a TLS context: ~65 ms of CPU).
+    """
+    for cell in cells:
+        try:
+            for writer in cell.handles:
+                writer.append()
+        except Exception as exc:
+            cell.error = f"{type(exc).__name__}: {exc}"
+            traceback.print_exc(file=sys.stderr)
+
+
 def _time_appends(
     backend: Backend, plan: Plan, cells: list[Cell], log: Callable[[str], None]
 ) -> None:
@@ -97,7 +120,9 @@ def _time_appends(
             if cell.error:
                 continue
             before = backend.counters()
+            cpu_before = server_cpu(backend)
             run_block(cell, plan.block_seconds)
+            add_server_cpu(cell, cpu_before, server_cpu(backend))
             for name, value in backend.counters().items():
                 cell.events[name] = cell.events.get(name, 0) + value - before[name]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import ipaddress
 import json
 import os
 import sys
@@ -73,6 +74,8 @@ class Cell:
     cpus: list[float] = field(default_factory=list)
     error: str = ""
     events: dict[str, int] = field(default_factory=dict)
+    server_ns: int = 0  # the server's CPU over the cell's blocks: see `server_cpu`
+    background_ns: int = 0  # of which its background tasks'
 
     @property
     def rate(self) -> float | None:
@@ -86,6 +89,18 @@ class Cell:
     def cpu_share(self) -> str:
         wall = sum(self.walls)
         return f"{100 * sum(self.cpus) / wall:.0f}%" if wall else "-"
+
+    def client_us(self) -> float | None:
+        """This process's CPU per append over the cell's blocks, in µs."""
+        count = sum(self.counts)
+        return 1e6 * sum(self.cpus) / count if count and not self.error else None
+
+    def server_us(self) -> tuple[float, float] | None:
+        """The server's CPU per append and its background tasks' part of it, in µs."""
+        count = sum(self.counts)
+        if not count or self.error:
+            return None
+        return self.server_ns / count / 1e3, self.background_ns / count / 1e3
 
 
 @dataclass
@@ -178,6 +193,71 @@ def run_reads(cell: ReadCell, count: int, budget: float) -> None:
     cell.spent += time.perf_counter() - start
 
 
+# --------------------------------------------------------------------------- server CPU
+
+# A server task's role in a block: serving this run's connections, serving no client at all
+# (PostgreSQL's WAL writer, checkpointer..., InnoDB's threads), or another client's connection.
+OWN, BACKGROUND, OTHER = "own", "background", "other"
+
+
+def task_ns(tid: int) -> int | None:
+    """Nanoseconds a process or thread has run on a CPU (the kernel's `schedstat`)."""
+    try:
+        with open(f"/proc/{tid}/schedstat") as stat:
+            return int(stat.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def task_name(tid: int) -> str:
+    try:
+        with open(f"/proc/{tid}/comm") as comm:
+            return comm.read().strip()
+    except OSError:
+        return ""
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether a URL's host names this machine (a Unix socket path does too)."""
+    if not host or host.startswith("/") or host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name other than localhost
+        return False
+
+
+def server_cpu(backend: Backend) -> dict[int, tuple[str, int]]:
+    """Each server task's role and CPU nanoseconds now; empty when the server is not local."""
+    if backend.cpu_problem is not None:
+        return {}
+    found = {}
+    for tid, role in backend.server_tasks().items():
+        spent = task_ns(tid)
+        if spent is not None:
+            found[tid] = (role, spent)
+    return found
+
+
+def add_server_cpu(
+    cell: Cell, before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]]
+) -> None:
+    """Add the CPU the server's tasks spent between two `server_cpu` readings to the cell.
+
+    A task serving this run at either reading counts whole; a background task only if it
+    served no client at both (or began within the block); one that ended within it is lost.
+    """
+    for tid, (role, spent) in after.items():
+        role_before, spent_before = before.get(tid, (role, 0))
+        if spent < spent_before:  # the id went to a new task
+            continue
+        if OWN in (role, role_before):
+            cell.server_ns += spent - spent_before
+        elif role == role_before == BACKGROUND:
+            cell.server_ns += spent - spent_before
+            cell.background_ns += spent - spent_before
+
+
 # --------------------------------------------------------------------------- backends
 
 
@@ -221,6 +301,9 @@ class Backend(ABC):
     def __init__(self) -> None:
         self.tag = f"bench_{uuid.uuid4().hex[:12]}"
         self.closers: list[Callable[[], None]] = []
+        # Why the server's CPU cannot be read from this machine's /proc, or None once
+        # `locate_server` has found its processes.
+        self.cpu_problem: str | None = "not looked for"
 
     @abstractmethod
     def problem(self) -> str | None:
@@ -250,6 +333,14 @@ class Backend(ABC):
     def counters(self) -> dict[str, int]:
         """Server-wide lock counters, read around each append block (outside its timing)."""
         return {}
+
+    @abstractmethod
+    def locate_server(self) -> None:
+        """Find the server's processes on this machine, or set `cpu_problem` to why not."""
+
+    @abstractmethod
+    def server_tasks(self) -> dict[int, str]:
+        """Every process or thread id of the (local) server, by its role (`OWN`, ...)."""
 
     def close_all(self) -> None:
         for close in reversed(self.closers):

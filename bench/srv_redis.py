@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from bench.srv_common import (
+    BACKGROUND,
     NO_ROLLUPS,
+    OWN,
     RECENT,
     REDIS_URL,
     Backend,
     SessionaryWriter,
     Writer,
     body,
+    is_loopback,
     message,
+    task_name,
 )
 from bench.workload import conversation, read_texts
 
@@ -136,6 +141,23 @@ class Redis(Backend):
             turns = conversation(start, min(1000, depth - start))
             manager.append_messages(session, [message(turn) for turn in turns])
         return lambda: read_texts(manager.get_history(session, RECENT))
+
+    def locate_server(self) -> None:
+        from urllib.parse import urlsplit
+
+        if not is_loopback(urlsplit(REDIS_URL).hostname):
+            self.cpu_problem = f"the server at {REDIS_URL} is not on this machine"
+            return
+        self.pid = int(self.client.info("server")["process_id"])
+        if task_name(self.pid) != "redis-server":
+            self.cpu_problem = f"its process {self.pid} is not a `redis-server` in this /proc"
+            return
+        self.cpu_problem = None
+
+    def server_tasks(self) -> dict[int, str]:
+        """The main thread, which serves every client, and the background threads."""
+        tasks = map(int, os.listdir(f"/proc/{self.pid}/task"))
+        return {tid: OWN if tid == self.pid else BACKGROUND for tid in tasks}
 
     def settings(self) -> dict[str, str]:
         info = self.client.info()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 from bench.srv_common import (
@@ -16,6 +17,8 @@ from bench.srv_common import (
     Plan,
 )
 from bench.workload import text_lengths
+
+CORES = os.cpu_count() or 1
 
 
 def _raw_cell(out: Outcome, cell: Cell) -> Cell | None:
@@ -41,22 +44,42 @@ def _rate(cell: Cell) -> str:
     return f"{cell.rate:,.0f}" if cell.rate is not None else "-"
 
 
+def _cpu_bound(cell: Cell) -> float | None:
+    """The rate the machine's cores would allow if the run's CPU per append were all."""
+    client, server = cell.client_us(), cell.server_us()
+    if client is None or server is None or not client + server[0]:
+        return None
+    return CORES * 1e6 / (client + server[0])
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
 def _append_table(out: Outcome) -> Iterator[str]:
     names = sorted({name for cell in out.cells for name in cell.events})
     yield (
-        "| library | writers | appends/s | % of raw | per-block range /s | client CPU "
+        "| library | writers | appends/s | CPU bound /s | % of raw | per-block range /s "
+        "| client CPU | client CPU µs/append | server CPU µs/append | of which background µs "
         "| messages per session at end |" + "".join(f" server {name} |" for name in names)
     )
-    yield "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(names)
+    yield "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(names)
+    local = out.backend.cpu_problem is None
     for cell in out.cells:
         raw = _raw_cell(out, cell)
         share = "—" if cell.is_raw else _ratio(cell.rate, raw.rate if raw else None)
+        server = cell.server_us() if local else None
+        bound = _cpu_bound(cell) if local else None
         yield (
-            f"| {cell.label} | {SHAPE_NAMES[cell.mode]} | {_rate(cell)} | {share} "
-            f"| {cell.spread()} | {cell.cpu_share()} "
+            f"| {cell.label} | {SHAPE_NAMES[cell.mode]} | {_rate(cell)} | {_us(bound)} "
+            f"| {share} | {cell.spread()} | {cell.cpu_share()} | {_us(cell.client_us())} "
+            f"| {_us(server[0] if server else None)} | {_us(server[1] if server else None)} "
             f"| {sum(cell.counts) // (cell.writers if cell.mode == 'distinct' else 1):,} |"
             + "".join(f" {cell.events.get(name, 0):,} |" for name in names)
         )
+    if not local:
+        yield ""
+        yield f"Server CPU not measured: {out.backend.cpu_problem}."
 
 
 def _read_table(out: Outcome, depth: int) -> Iterator[str]:
@@ -92,9 +115,10 @@ def verdicts(outcomes: list[Outcome]) -> list[str]:
                 lines.append(f"- **SKIP** {goal}: not measured")
                 continue
             share = 100 * cell.rate / raw.rate
+            verdict = _verdict(share, SHAPE_TARGETS[cell.mode])
+            why = _why(out, cell, raw) if verdict == "FAIL" else ""
             lines.append(
-                f"- **{_verdict(share, SHAPE_TARGETS[cell.mode])}** {goal}: {share:.0f}% "
-                f"({cell.rate:,.0f} vs {raw.rate:,.0f}/s)"
+                f"- **{verdict}** {goal}: {share:.0f}% ({cell.rate:,.0f} vs {raw.rate:,.0f}/s){why}"
             )
         lines += _read_verdicts(out)
     return lines
@@ -102,6 +126,51 @@ def verdicts(outcomes: list[Outcome]) -> list[str]:
 
 def _verdict(share: float, target: float) -> str:
     return "PASS" if share >= target else "FAIL"
+
+
+def _why(out: Outcome, cell: Cell, raw: Cell) -> str:
+    """Where a short append row's time goes, from the CPU its blocks measured beside raw's."""
+    client, raw_client = cell.client_us() or 0.0, raw.client_us() or 0.0
+    server, raw_server = cell.server_us(), raw.server_us()
+    if out.backend.cpu_problem is not None or server is None or raw_server is None:
+        return (
+            f". CPU per append: client {client:,.0f} µs vs raw {raw_client:,.0f}; server not "
+            f"measured ({out.backend.cpu_problem or 'no blocks'})"
+        )
+    mine, base = client + server[0], raw_client + raw_server[0]
+    bound, raw_bound = _cpu_bound(cell), _cpu_bound(raw)
+    if not mine or not base or not bound or not raw_bound or not cell.rate or not raw.rate:
+        return ""
+    busy, raw_busy = 100 * cell.rate / bound, 100 * raw.rate / raw_bound
+    allows = 100 * base / mine
+    text = (
+        f". Client {client:,.0f} + server {server[0]:,.0f} µs CPU per append vs raw "
+        f"{raw_client:,.0f} + {raw_server[0]:,.0f}; CPU bound on {CORES} cores {bound:,.0f}/s, "
+        f"measured {cell.rate:,.0f}/s ({busy:.0f}%; raw {raw.rate:,.0f} of {raw_bound:,.0f}/s, "
+        f"{raw_busy:.0f}%)"
+    )
+    extra = f"client {client - raw_client:+,.0f}, server {server[0] - raw_server[0]:+,.0f} µs"
+    target = SHAPE_TARGETS[cell.mode]
+    if allows < target:
+        text += (
+            f": at raw's use of the cores, the extra CPU per append ({extra}) alone holds it "
+            f"to {allows:.0f}% of raw "
+            f"(target {target:.0f}%)"
+        )
+    else:
+        text += (
+            f": at raw's use of the cores, its CPU per append ({extra}) alone would allow "
+            f"{allows:.0f}% of raw; the rest "
+            f"is time the cores are not busy with this run: {100 - busy:.0f}% of the wall vs "
+            f"raw's {100 - raw_busy:.0f}%"
+        )
+    wall = sum(cell.walls)
+    if wall and sum(cell.cpus) / wall >= 0.9:
+        text += (
+            f"; this process's CPU is {100 * sum(cell.cpus) / wall:.0f}% of the wall "
+            "(its Python code runs under one GIL)"
+        )
+    return text
 
 
 def _read_verdicts(out: Outcome) -> Iterator[str]:
@@ -171,7 +240,9 @@ def render(outcomes: list[Outcome], plan: Plan, machine: dict[str, str], threads
 def _notes(plan: Plan, shortest: int, longest: int, threads_note: str) -> Iterator[str]:
     yield (
         f"- Appends: each cell (library and writer shape) holds its writers' connections for the "
-        f"whole run; {plan.rounds} round(s) give every cell one {plan.block_seconds} s block each, "
+        f"whole run, each opened by one untimed append per writer before the first round (a "
+        f"sessionary manager connects on first use, a raw driver when made); {plan.rounds} "
+        f"round(s) give every cell one {plan.block_seconds} s block each, "
         f"in a new random order per round, so sessionary and the raw driver share the machine's "
         f"noise. The rate is all messages over all block time; the range is per block. "
         f"Messages are alternating user/assistant texts of {shortest}-{longest} characters; "
@@ -214,12 +285,33 @@ def _notes(plan: Plan, shortest: int, longest: int, threads_note: str) -> Iterat
     )
     yield (
         "- Client CPU is this process's CPU time over the block's wall time (100% = one core "
-        "busy); near 100% means the Python client, not the server, set the pace. The server "
-        "columns are the server-wide deadlock (and, on MariaDB, row-lock wait) counters' "
-        "increase over the cell's blocks: they count every client of the server, not only "
-        "this run's. `messages per session at end` is how long the cell's session(s) grew "
-        "(every cell starts from an empty session). A roll-up writes one new chunk and never "
-        "rewrites an older one, so an append's cost does not grow with the session."
+        "busy); near 100% means the Python client, not the server, set the pace. The `server "
+        "deadlocks` (and, on MariaDB, `server lock waits`) columns are the server-wide "
+        "counters' increase over the cell's blocks: they count every client of the server, not "
+        "only this run's. `messages per session at end` is how long the cell's session(s) grew "
+        "in the timed blocks (each starts from the untimed appends only). A roll-up writes one "
+        "new chunk and never rewrites an older one, so an append's cost does not grow with "
+        "the session."
+    )
+    yield (
+        "- CPU per append, read around each block (outside its timing): `client CPU µs/append` "
+        "is this process's CPU time over the cell's appends; `server CPU µs/append` is the CPU "
+        "time the server spent over the cell's blocks (the kernel's `/proc/<id>/schedstat`), per "
+        "append: on PostgreSQL the backends of this run's connections (named after the run with "
+        "`PGAPPNAME`) and every process of the server that serves no client (WAL writer, "
+        "checkpointer, background writer, autovacuum); on MariaDB the threads of this run's "
+        "connections (`information_schema.PROCESSLIST.TID`) and every `mariadbd` thread serving "
+        "no connection at the start and end of the block (InnoDB's, idle ones); on Redis the "
+        "whole `redis-server` process, whose one main thread serves every client, other "
+        "clients included. `of which background` is the part spent by the tasks that serve no "
+        "client: they work for every client, so on a busy server this is an upper bound of the "
+        "run's share. A task that ends within a block is not counted. `CPU bound` is the rate "
+        f"the machine's {CORES} cores would allow if that client and server CPU were all an "
+        "append cost: a measured rate near it means the cores were the limit; one well below "
+        "it, that the appends waited (locks, log flushes, round trips) or that other work "
+        "shared the cores. These columns are empty where the server is not on this machine. "
+        "A FAIL line for an append row gives them beside raw's, and the share of raw's rate "
+        "its CPU per append alone would allow at raw's use of the cores."
     )
     yield (
         "- The servers run on the same machine as the client, so client and server compete "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from abc import abstractmethod
 from collections.abc import Callable
@@ -10,15 +11,20 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from bench.srv_common import (
+    BACKGROUND,
     MYSQL_URL,
+    OTHER,
+    OWN,
     POSTGRES_URL,
     RECENT,
     Backend,
     SessionaryWriter,
     Writer,
     body,
+    is_loopback,
     message,
     new_id,
+    task_name,
 )
 from bench.workload import conversation, read_texts
 
@@ -183,10 +189,43 @@ class Postgres(SqlBackend):
             return f"PostgreSQL at {POSTGRES_URL} is unreachable: {exc}"
         return None
 
+    def setup(self) -> None:
+        # libpq names every connection opened from now on (sessionary's pools and the raw
+        # writers alike) after the run, so `server_tasks` can tell its backends apart.
+        self.appname = os.environ.get("PGAPPNAME")
+        os.environ["PGAPPNAME"] = self.tag
+        super().setup()
+
     def connect(self) -> Any:
         import psycopg
 
         return psycopg.connect(POSTGRES_URL)
+
+    def locate_server(self) -> None:
+        import psycopg
+
+        if not is_loopback(urlsplit(POSTGRES_URL).hostname):
+            self.cpu_problem = f"the server at {POSTGRES_URL} is not on this machine"
+            return
+        self.monitor = psycopg.connect(
+            POSTGRES_URL, autocommit=True, application_name=f"{self.tag}_monitor"
+        )
+        self.closers.append(self.monitor.close)
+        pid = self.monitor.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[index]
+        if task_name(pid) != "postgres":
+            self.cpu_problem = f"its backend {pid} is not a `postgres` process in this /proc"
+            return
+        self.cpu_problem = None
+
+    def server_tasks(self) -> dict[int, str]:
+        """The run's backends, the server's background processes, other clients' backends."""
+        rows = self.monitor.execute(
+            "SELECT pid, backend_type, application_name FROM pg_stat_activity"
+        ).fetchall()
+        return {
+            int(pid): BACKGROUND if kind != "client backend" else OWN if name == self.tag else OTHER
+            for pid, kind, name in rows
+        }
 
     def settings(self) -> dict[str, str]:
         import psycopg
@@ -209,6 +248,10 @@ class Postgres(SqlBackend):
     def teardown(self) -> None:
         import psycopg
 
+        if self.appname is None:
+            os.environ.pop("PGAPPNAME", None)
+        else:
+            os.environ["PGAPPNAME"] = self.appname
         with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{self.tag}" CASCADE')
 
@@ -227,6 +270,18 @@ def _mysql_connect(database: str | None, autocommit: bool) -> Any:
         autocommit=autocommit,
         charset="utf8mb4",
     )
+
+
+def _process_of(tid: int) -> int | None:
+    """The process a thread id belongs to (its `Tgid`), or None if this /proc has no such id."""
+    try:
+        with open(f"/proc/{tid}/status") as status:
+            for line in status:
+                if line.startswith("Tgid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 class MySQL(SqlBackend):
@@ -279,6 +334,36 @@ class MySQL(SqlBackend):
 
     def connect(self) -> Any:
         return _mysql_connect(self.tag, False)
+
+    def locate_server(self) -> None:
+        if not is_loopback(urlsplit(MYSQL_URL).hostname):
+            self.cpu_problem = f"the server at {MYSQL_URL} is not on this machine"
+            return
+        self.monitor = _mysql_connect(None, True)
+        self.closers.append(self.monitor.close)
+        try:
+            tid = self._threads("WHERE ID = CONNECTION_ID()")[0][0]
+        except Exception as exc:  # MySQL's PROCESSLIST has no TID column
+            self.cpu_problem = f"the server names no thread ids: {type(exc).__name__}: {exc}"
+            return
+        pid = _process_of(tid)
+        if pid is None or task_name(pid) not in ("mariadbd", "mysqld"):
+            self.cpu_problem = f"its thread {tid} is not a `mariadbd` thread in this /proc"
+            return
+        self.pid, self.cpu_problem = pid, None
+
+    def _threads(self, where: str) -> list[tuple[int, str | None]]:
+        with self.monitor.cursor() as cur:
+            cur.execute(f"SELECT TID, DB FROM information_schema.PROCESSLIST {where}")
+            return [(int(tid), db) for tid, db in cur.fetchall() if tid]
+
+    def server_tasks(self) -> dict[int, str]:
+        """The threads of the run's connections, of other connections, and the rest of
+        `mariadbd`'s threads (InnoDB's, idle ones) as its background."""
+        found = dict.fromkeys(map(int, os.listdir(f"/proc/{self.pid}/task")), BACKGROUND)
+        for tid, database in self._threads(""):
+            found[tid] = OWN if database == self.tag else OTHER
+        return found
 
     def settings(self) -> dict[str, str]:
         conn = _mysql_connect(None, True)

@@ -205,7 +205,9 @@ def _notes(table: Table, plan: Plan, extra: list[str]) -> Iterator[str]:
         f"{plan.batch:,} messages per transaction, then single appends are timed on top."
     )
     yield (
-        f"- Interleaving: after building, each phase runs in rounds; every library at every "
+        f"- Interleaving: every library, the peers included, runs in this one process (one "
+        f"event loop for the async ones); after building, each phase runs in rounds; every "
+        f"library at every "
         f"depth gets a block of at most {plan.block('append')} appends, "
         f"{plan.block('recent')} short reads or {plan.block('full')} full reads per round, "
         f"in a new random order "

@@ -29,10 +29,10 @@ class Floor:
 
     key: str
     label: str
-    open: Callable[[], Callable[[], Awaitable[None]]]  # called inside the loop
-    close: Callable[[], Awaitable[None]] | None = None
+    start: Callable[[], Callable[[], Awaitable[None]]]  # called inside the loop
+    stop: Callable[[], Awaitable[None]] | None = None
     samples: list[float] = field(default_factory=list)
-    _hop: Callable[[], Awaitable[None]] | None = None
+    _hop: Callable[[], Awaitable[None]] | None = field(default=None, init=False, repr=False)
 
     @property
     def median(self) -> float | None:
@@ -44,17 +44,17 @@ class Floor:
 
     async def _time(self, count: int) -> None:
         if self._hop is None:
-            self._hop = self.open()
+            self._hop = self.start()
             await self._hop()
         hop, samples = self._hop, self.samples
         for _ in range(count):
-            start = perf_counter()
+            began = perf_counter()
             await hop()
-            samples.append(perf_counter() - start)
+            samples.append(perf_counter() - began)
 
     def finish(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._hop is not None and self.close is not None:
-            loop.run_until_complete(self.close())
+        if self.stop is not None:
+            loop.run_until_complete(self.stop())
 
 
 def floors() -> list[Floor]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from statistics import quantiles
 
+from bench.floor import Floor
 from bench.raw import SCHEMA
 from bench.read_rss import Memory
 from bench.read_rss import render as render_memory
@@ -24,8 +25,9 @@ def render(
     facts: dict[str, str],
     notes: list[str],
     memory: Memory | None = None,
+    floors: Sequence[Floor] = (),
 ) -> str:
-    table = Table(results)
+    table = Table(results, floors)
     outcomes = evaluate(table)
     parts = [
         "# sessionary benchmarks",
@@ -150,11 +152,41 @@ def _rate_section(table: Table) -> Iterator[str]:
     yield ""
     baselines = {r.baseline for r in table.results}
     keys = [key for key in table.keys if key not in baselines]
-    yield "| depth | " + " | ".join(_label(table, key) for key in keys) + " |"
-    yield "|---:|" + "---:|" * len(keys)
+    labels = [_label(table, key) for key in keys]
+    ceiling = "runner" in table.floors and "raw" in table.keys
+    if ceiling:
+        labels.append("ceiling of any thread-based async: raw + one round trip")
+    yield "| depth | " + " | ".join(labels) + " |"
+    yield "|---:|" + "---:|" * len(labels)
     for depth in table.depths:
         cells = [_percent(table.percent_of_raw(key, depth)) for key in keys]
+        if ceiling:
+            cells.append(_percent(table.ceiling(depth)))
         yield f"| {depth:,} | " + " | ".join(cells) + " |"
+    yield ""
+    yield from _floor_lines(table)
+
+
+def _floor_lines(table: Table) -> Iterator[str]:
+    """The worker round trips of this run, and what they mean for an async column."""
+    if not table.floors:
+        return
+    spread = "; ".join(
+        f"{floor.label} {shown('append', floor.median or 0.0)} "
+        f"(p10-p90 {_spread(floor.samples, 1e6)} µs, n={len(floor.samples)})"
+        for floor in table.floors.values()
+    )
+    yield (
+        f"A round trip to a worker thread and back, calling a no-op, timed in the same rounds "
+        f"as the appends (`bench/floor.py`): {spread}. An async API over the blocking sqlite3 "
+        f"module runs every call on another thread and wakes the event loop when it is done, "
+        f"so raw sqlite3's append plus one such round trip (sessionary's runner, the mechanism "
+        f"its async store uses) is the ceiling for any of them when one call is awaited at a "
+        f"time, whatever its own work costs; the last column is that ceiling as a percentage "
+        f"of raw. Most of a round trip is two cross-thread wake-ups, whose cost depends on the "
+        f"machine (on a virtual machine an idle vCPU is halted and takes tens of microseconds "
+        f"to wake); it is not work one could remove."
+    )
     yield ""
 
 
@@ -173,7 +205,9 @@ def _notes(table: Table, plan: Plan, extra: list[str]) -> Iterator[str]:
         f"{plan.batch:,} messages per transaction, then single appends are timed on top."
     )
     yield (
-        f"- Interleaving: after building, each phase runs in rounds; every library at every "
+        f"- Interleaving: every library, the peers included, runs in this one process (one "
+        f"event loop for the async ones); after building, each phase runs in rounds; every "
+        f"library at every "
         f"depth gets a block of at most {plan.block('append')} appends, "
         f"{plan.block('recent')} short reads or {plan.block('full')} full reads per round, "
         f"in a new random order "

@@ -193,3 +193,37 @@ def test_async_reads_and_writes_interleave_correctly(tmp_path: Path) -> None:
             assert [m.parent_id for m in history[1:]] == [m.id for m in history[:-1]]
 
     asyncio.run(main())
+
+
+def test_a_whole_history_read_while_another_connection_appends_is_one_prefix(
+    tmp_path: Path,
+) -> None:
+    # A whole history is decoded as its rows arrive: the rows still come from one snapshot.
+    url = f"sqlite:///{tmp_path / 'race.db'}"
+    reader, writer = sessionary.SessionManager(url), sessionary.SessionManager(url)
+    chat = reader.create(id="s")
+    chat.append_all([Message.user(f"m{i}") for i in range(3000)])
+    theirs, started, stop = writer.session("s"), threading.Event(), threading.Event()
+
+    def write() -> None:
+        for i in itertools.count():
+            if stop.is_set():
+                return
+            theirs.append(Message.user(f"w{i}"))
+            started.set()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        assert started.wait(30)
+        for _ in range(5):
+            read = chat.history()
+            texts = [m.text for m in read]
+            assert len(texts) > 3000 and texts[:3000] == [f"m{i}" for i in range(3000)]
+            assert texts[3000:] == [f"w{i}" for i in range(len(texts) - 3000)]
+            assert [m.parent_id for m in read] == [None, *(m.id for m in read[:-1])]
+    finally:
+        stop.set()
+        thread.join()
+        reader.close()
+        writer.close()

@@ -10,7 +10,7 @@ back decode their bodies on first use (`decode_lazy`).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sessionary.errors import (
@@ -150,7 +150,7 @@ def message_from_row(row: Sequence[Any]) -> Message:
     return decode_lazy(row[0], row[1], row[2], row[3], row[4], row[5])
 
 
-def decode_chain(rows: Sequence[Sequence[Any]], parent_id: str | None) -> list[Message]:
+def decode_chain(rows: Iterable[Sequence[Any]], parent_id: str | None) -> list[Message]:
     """Decode `LINEAR_PATH_SQL` rows: each message's parent is the one before it.
 
     The cycle collector is paused meanwhile (see `gc_paused`): each message is one object

@@ -471,19 +471,8 @@ class SQLiteEngine(SQLiteDocuments):
         self, scope: Scope, session_id: str, leaf: str | None, limit: int | None
     ) -> list[Message]:
         check_limit(limit)
-        if leaf is None:
-            with self._lock:
-                try:
-                    fast = self._db.execute(
-                        LINEAR_PATH_SQL,
-                        (scope.tenant, scope.user, session_id, limit or FOREVER),
-                    ).fetchall()
-                except sqlite3.Error as exc:
-                    raise store_error(self.path, exc) from exc
-            if fast:
-                if limit is not None and len(fast) > limit:
-                    return decode_chain(fast[1:], fast[0][0])
-                return decode_chain(fast, None)
+        if leaf is None and (fast := self._head_path(scope, session_id, limit)):
+            return fast
         with self._read() as db:
             seq, depth, linear = self._leaf(db, scope, session_id, leaf)
             if seq is None:
@@ -495,6 +484,24 @@ class SQLiteEngine(SQLiteDocuments):
                 found.sort(key=first, reverse=True)  # the walk yields the leaf first
                 rows = [r[1:] for r in found]
         return decode_rows(rows)
+
+    def _head_path(self, scope: Scope, session_id: str, limit: int | None) -> list[Message]:
+        """The head's path in one statement, if the session is one chain (else [])."""
+        with self._lock:
+            try:
+                rows = self._db.execute(
+                    LINEAR_PATH_SQL, (scope.tenant, scope.user, session_id, limit or FOREVER)
+                )
+                if limit is None:
+                    # A whole history is decoded as its rows arrive: no list of every row
+                    # first, and each row's tuple is freed (and reused) once it is read.
+                    return decode_chain(rows, None)
+                found = rows.fetchall()
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc) from exc
+        if len(found) > limit:
+            return decode_chain(found[1:], found[0][0])
+        return decode_chain(found, None)
 
     def _linear_path(
         self, db: sqlite3.Connection, seq: int, depth: int, limit: int | None

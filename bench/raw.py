@@ -10,17 +10,22 @@ ceiling sink as the table grows.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
-from bench.subject import RECENT, SyncSubject, sqlite_pragmas
+from bench.subject import RECENT, AsyncSubject, SyncSubject, sqlite_pragmas
 from bench.workload import Turn
 
-__all__ = ["SCHEMA", "RawNormal", "RawSqlite"]
+__all__ = ["SCHEMA", "WORKER", "RawNormal", "RawOnWorker", "RawSqlite"]
+
+WORKER = "rawworker"  # the key of raw sqlite3 called through a worker thread
 
 SCHEMA = """\
 CREATE TABLE sessions (
@@ -98,6 +103,60 @@ class RawSqlite(SyncSubject):
             "SELECT body FROM messages WHERE session_pk = ? ORDER BY pk", (self.session_pk,)
         ).fetchall()
         return len([json.loads(body) for (body,) in rows])
+
+
+class RawOnWorker(AsyncSubject):
+    """Raw sqlite3's own calls, awaited through the worker thread sessionary's async store uses.
+
+    Nothing of sessionary's work is in it: the same connection, statements and durability as
+    `RawSqlite`, run on one worker thread of sessionary's runner (`stores._runner`), each call
+    handed off from the event loop and its result handed back. So its append rate is the
+    ceiling of an async API over the blocking sqlite3 module on this machine, when one call is
+    awaited at a time: what the thread hand-off alone leaves of raw's rate.
+    """
+
+    key = WORKER
+    label = "raw sqlite3 on a worker thread (async)"
+    filename = RawSqlite.filename
+
+    def __init__(self, directory: Path, depth: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(directory, depth, loop)
+        from sessionary.stores._runner import AsyncRunner  # private: the async store's own
+
+        self.raw = RawSqlite(directory, depth)
+        self.runner = AsyncRunner(blocking=True)
+        # The connection is made on the worker, so every call must go there too.
+        self.on_worker = {
+            name: self.runner.bind(getattr(self.raw, name))
+            for name in ("open", "fill", "append", "recent", "full", "durability")
+        }
+
+    async def aopen(self) -> None:
+        await self.on_worker["open"]()
+
+    def durability(self) -> dict[str, str]:
+        found: dict[str, str] = self.loop.run_until_complete(self.on_worker["durability"]())
+        return found
+
+    async def aclose(self) -> None:
+        await self.runner.close(self.raw.close)
+
+    async def afill(self, turns: Sequence[Turn]) -> None:
+        await self.on_worker["fill"](turns)
+
+    def prepare(self, turn: Turn) -> Any:
+        return turn
+
+    async def append(self, item: Any) -> None:
+        await self.on_worker["append"](item)
+
+    async def recent(self) -> int:
+        got: int = await self.on_worker["recent"]()
+        return got
+
+    async def full(self) -> int:
+        got: int = await self.on_worker["full"]()
+        return got
 
 
 def _new_id() -> str:

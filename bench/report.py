@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from statistics import quantiles
 
-from bench.floor import Floor
-from bench.raw import SCHEMA
+from bench.raw import SCHEMA, WORKER
 from bench.read_rss import Memory
 from bench.read_rss import render as render_memory
 from bench.runner import Plan, Result
@@ -25,9 +24,8 @@ def render(
     facts: dict[str, str],
     notes: list[str],
     memory: Memory | None = None,
-    floors: Sequence[Floor] = (),
 ) -> str:
-    table = Table(results, floors)
+    table = Table(results)
     outcomes = evaluate(table)
     parts = [
         "# sessionary benchmarks",
@@ -152,42 +150,24 @@ def _rate_section(table: Table) -> Iterator[str]:
     yield ""
     baselines = {r.baseline for r in table.results}
     keys = [key for key in table.keys if key not in baselines]
-    labels = [_label(table, key) for key in keys]
-    ceiling = "runner" in table.floors and "raw" in table.keys
-    if ceiling:
-        labels.append("ceiling of any thread-based async: raw + one round trip")
-    yield "| depth | " + " | ".join(labels) + " |"
-    yield "|---:|" + "---:|" * len(labels)
+    yield "| depth | " + " | ".join(_label(table, key) for key in keys) + " |"
+    yield "|---:|" + "---:|" * len(keys)
     for depth in table.depths:
         cells = [_percent(table.percent_of_raw(key, depth)) for key in keys]
-        if ceiling:
-            cells.append(_percent(table.ceiling(depth)))
         yield f"| {depth:,} | " + " | ".join(cells) + " |"
     yield ""
-    yield from _floor_lines(table)
-
-
-def _floor_lines(table: Table) -> Iterator[str]:
-    """The worker round trips of this run, and what they mean for an async column."""
-    if not table.floors:
-        return
-    spread = "; ".join(
-        f"{floor.label} {shown('append', floor.median or 0.0)} "
-        f"(p10-p90 {_spread(floor.samples, 1e6)} µs, n={len(floor.samples)})"
-        for floor in table.floors.values()
-    )
-    yield (
-        f"A round trip to a worker thread and back, calling a no-op, timed in the same rounds "
-        f"as the appends (`bench/floor.py`): {spread}. An async API over the blocking sqlite3 "
-        f"module runs every call on another thread and wakes the event loop when it is done, "
-        f"so raw sqlite3's append plus one such round trip (sessionary's runner, the mechanism "
-        f"its async store uses) is the ceiling for any of them when one call is awaited at a "
-        f"time, whatever its own work costs; the last column is that ceiling as a percentage "
-        f"of raw. Most of a round trip is two cross-thread wake-ups, whose cost depends on the "
-        f"machine (on a virtual machine an idle vCPU is halted and takes tens of microseconds "
-        f"to wake); it is not work one could remove."
-    )
-    yield ""
+    if WORKER in table.keys:
+        yield (
+            f"`{_label(table, WORKER)}` is raw sqlite3's own append, unchanged, called from the "
+            f"event loop through sessionary's worker-thread runner (the one its async SQLite "
+            f"store uses): the hand-off to a thread and the wake-up back, with nothing of "
+            f"sessionary's own work. An async API over the blocking sqlite3 module has to run "
+            f"each durable commit off the event loop, so that column is the ceiling of such an "
+            f"API on this machine when one call is awaited at a time. Most of its gap to raw is "
+            f"two cross-thread wake-ups (on a virtual machine an idle vCPU is halted and takes "
+            f"tens of microseconds to wake)."
+        )
+        yield ""
 
 
 def _percent(value: float | None) -> str:

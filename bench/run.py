@@ -21,10 +21,9 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable from t
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import facts, read_rss
-from bench.floor import Floor, floors
 from bench.ours import SessionaryAsync, SessionaryNormal, SessionarySync
 from bench.peers import AgentsSession, LangGraphSaver
-from bench.raw import RawNormal, RawSqlite
+from bench.raw import RawNormal, RawOnWorker, RawSqlite
 from bench.report import render
 from bench.runner import Budget, Plan, Result, run
 from bench.subject import Subject
@@ -36,6 +35,7 @@ LIBRARIES: tuple[type[Subject], ...] = (
     SessionarySync,
     SessionaryAsync,
     RawSqlite,
+    RawOnWorker,
     AgentsSession,
     LangGraphSaver,
     SessionaryNormal,
@@ -49,6 +49,7 @@ REQUIREMENTS = {
     "async": ("sessionary", "AsyncSessionManager"),
     "normal": ("sessionary", "SessionManager"),
     "raw": ("sqlite3", "connect"),
+    "rawworker": ("sessionary.stores._runner", "AsyncRunner"),
     "rawnormal": ("sqlite3", "connect"),
     "agents": ("agents", "SQLiteSession"),
     "langgraph": ("langgraph.checkpoint.sqlite", "SqliteSaver"),
@@ -71,16 +72,15 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.workdir or REPO / "bench" / "results" / f"run-{int(time.time())}")
     started = datetime.now(UTC)
     load_before = facts.load()
-    hops = _floors(libraries, unavailable)
     try:
-        results = run(plan, libraries, unavailable, workdir, _log, hops)
+        results = run(plan, libraries, unavailable, workdir, _log)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     memory = None if args.no_memory else _memory(plan, args.quick)
     machine = facts.collect(_command(argv), started, load_before, workdir)
-    report = render(results, plan, machine, _notes(results), memory, hops)
-    _emit(report, args.out, results, hops)
+    report = render(results, plan, machine, _notes(results), memory)
+    _emit(report, args.out, results)
     return 1 if any(r.status == "failed" for r in results) else 0
 
 
@@ -137,12 +137,6 @@ def _unavailable(libraries: list[type[Subject]]) -> dict[str, str]:
     return missing
 
 
-def _floors(libraries: list[type[Subject]], unavailable: dict[str, str]) -> list[Floor]:
-    """The worker round trips, timed when both sessionary's async API and raw sqlite3 run."""
-    keys = {cls.key for cls in libraries} - set(unavailable)
-    return floors() if {"async", "raw"} <= keys else []
-
-
 def _command(argv: list[str] | None) -> str:
     words = sys.argv[1:] if argv is None else argv
     return " ".join(["python bench/run.py", *words])
@@ -160,13 +154,13 @@ def _notes(results: list[Result]) -> list[str]:
     return notes
 
 
-def _emit(report: str, out: str | None, results: list[Result], hops: list[Floor]) -> None:
+def _emit(report: str, out: str | None, results: list[Result]) -> None:
     if out:
         Path(out).write_text(report, encoding="utf-8")
         _log(f"wrote {out}")
     else:
         sys.stdout.write(report)
-    for outcome in evaluate(Table(results, hops)):
+    for outcome in evaluate(Table(results)):
         _log(outcome.line().replace("**", ""))
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import gc
 import os
 import random
@@ -21,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
 
-from bench.floor import Floor
 from bench.subject import AsyncSubject, Subject
 from bench.workload import conversation
 
@@ -97,12 +95,8 @@ def run(
     unavailable: dict[str, str],
     workdir: Path,
     log: Log,
-    floors: Sequence[Floor] = (),
 ) -> list[Result]:
-    """Measure every library at every depth of ``plan``; return one result per pair.
-
-    Each of ``floors`` is timed in the append phase's rounds, next to the libraries.
-    """
+    """Measure every library at every depth of ``plan``; return one result per pair."""
     loop = asyncio.new_event_loop()
     try:
         built = _build_all(plan, libraries, unavailable, workdir, loop, log)
@@ -111,13 +105,11 @@ def run(
         gc.freeze()  # what building left alive must not slow every later collection
         for phase in PHASES:
             log(f"timing {phase} ...")
-            _interleave(plan, phase, live, log, floors if phase == "append" else (), loop)
+            _interleave(plan, phase, live, log)
         for subject, result in live:
             _close(subject, result, log)
         return [result for _, result in built]
     finally:
-        for floor in floors:
-            floor.finish(loop)
         gc.unfreeze()
         loop.close()
 
@@ -193,29 +185,13 @@ def _build(plan: Plan, subject: Subject, result: Result, log: Log) -> None:
     log(f"built {result.label} at {subject.depth:,} in {result.build_seconds:.1f} s")
 
 
-def _interleave(
-    plan: Plan,
-    phase: str,
-    live: list[tuple[Subject, Result]],
-    log: Log,
-    floors: Sequence[Floor],
-    loop: asyncio.AbstractEventLoop,
-) -> None:
+def _interleave(plan: Plan, phase: str, live: list[tuple[Subject, Result]], log: Log) -> None:
     # A fresh order every round: no subject always follows the one with the heaviest writes.
     order = random.Random(f"{phase}-{plan.depths}")
     pending = [pair for pair in live if pair[1].ok]
     while pending:
-        blocks: list[Callable[[], None]] = [
-            functools.partial(_block, plan, phase, subject, result, log)
-            for subject, result in pending
-        ]
-        blocks += [
-            functools.partial(_floor_block, plan, floor, loop)
-            for floor in floors
-            if len(floor.samples) < plan.appends
-        ]
-        for block in order.sample(blocks, len(blocks)):
-            block()
+        for subject, result in order.sample(pending, len(pending)):
+            _block(plan, phase, subject, result, log)
         pending = [pair for pair in pending if not _phase_done(plan, phase, *pair)]
 
 
@@ -232,12 +208,6 @@ def _block(plan: Plan, phase: str, subject: Subject, result: Result, log: Log) -
     except Exception as exc:
         _fail(result, phase, exc, log)
     result.spent[phase] += perf_counter() - start
-
-
-def _floor_block(plan: Plan, floor: Floor, loop: asyncio.AbstractEventLoop) -> None:
-    gc.collect()  # the same start as a library's block
-    os.sync()
-    floor.time(loop, min(plan.block("append"), plan.appends - len(floor.samples)))
 
 
 def _timed(phase: str, subject: Subject, count: int, deadline: float) -> list[float]:

@@ -7,11 +7,11 @@ Each target yields one line: PASS, FAIL, or SKIP when the run lacks what it need
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from statistics import median
 
-from bench.floor import Floor
+from bench.raw import WORKER
 from bench.runner import PHASES, Result
 
 __all__ = ["Outcome", "Table", "evaluate", "shown"]
@@ -31,11 +31,10 @@ _PHASE_NAMES = {"append": "append", "recent": "history(limit=20)", "full": "full
 
 
 class Table:
-    """Results indexed by library key and depth, and the worker round trips of the same run."""
+    """Results indexed by library key and depth."""
 
-    def __init__(self, results: list[Result], floors: Sequence[Floor] = ()) -> None:
+    def __init__(self, results: list[Result]) -> None:
         self.results = results
-        self.floors = {floor.key: floor for floor in floors if floor.samples}
         self.by_key = {(r.key, r.depth): r for r in results}
         self.depths = sorted({r.depth for r in results})
         self.keys = list(dict.fromkeys(r.key for r in results))
@@ -65,18 +64,6 @@ class Table:
         if value is None or raw is None:
             return None
         return 100.0 * raw / value
-
-    def ceiling(self, depth: int) -> float | None:
-        """Return raw's append rate with one worker round trip added, as a % of raw's.
-
-        The round trip is a no-op through sessionary's runner (`bench/floor.py`); the result
-        is the best a thread-based async API can reach in this run.
-        """
-        raw = self.median("raw", depth, "append")
-        floor = self.floors.get("runner")
-        if raw is None or floor is None or floor.median is None:
-            return None
-        return 100.0 * raw / (raw + floor.median)
 
 
 @dataclass(frozen=True)
@@ -126,23 +113,19 @@ def _rate(table: Table, key: str, floor: float) -> Iterator[Outcome]:
     worst = min(known, key=lambda d: known[d])
     detail = ", ".join(f"{known[d]:.0f}% at {d:,}" for d in table.depths)
     if key == "async":
-        detail += _floor_detail(table)
+        detail += _ceiling(table)
     yield Outcome(_verdict(known[worst] >= floor), f"{goal}: {detail}")
 
 
-def _floor_detail(table: Table) -> str:
-    """Why an async rate stays short: the round trip to a worker thread, measured alongside."""
-    ceilings = {d: table.ceiling(d) for d in table.depths}
-    if any(c is None for c in ceilings.values()):
+def _ceiling(table: Table) -> str:
+    """What raw sqlite3 itself reaches through the same worker-thread hand-off, same run."""
+    rates = {d: table.percent_of_raw(WORKER, d) for d in table.depths}
+    if any(rate is None for rate in rates.values()):
         return ""
-    hops = " and ".join(
-        f"{floor.label} {shown('append', floor.median or 0.0)}" for floor in table.floors.values()
-    )
-    reach = ", ".join(f"{ceilings[d]:.0f}% at {d:,}" for d in table.depths)
+    reach = ", ".join(f"{rate:.0f}% at {d:,}" for d, rate in rates.items())
     return (
-        f" (a no-op round trip to a worker thread and back took {hops} in this run; raw "
-        f"sqlite3 plus one such round trip, the ceiling of any thread-based async SQLite, "
-        f"would reach {reach})"
+        f" (raw sqlite3's own append awaited through the same worker thread, the ceiling of a "
+        f"thread-based async API in this run: {reach})"
     )
 
 

@@ -284,11 +284,13 @@ def test_a_contended_append_is_one_call_that_answers_after_the_flush(
                 (stored.id,),
             )
             assert rows == [(True, "on")]
-        pair = session.append_all([Message.user("a", id="a"), Message.user("b", id="b")])
-        assert [m.parent_id for m in pair] == ["m19", "a"]
+        batch = session.append_all([Message.user(k, id=k) for k in "abcde"])
+        assert [m.parent_id for m in batch] == ["m19", *"abcd"]
         history = session.history()
-    assert [m.id for m in history] == [*(f"m{n}" for n in range(20)), "a", "b"]
+        by_seq = manager.store._read_alone("SELECT id FROM messages ORDER BY seq", ())
+    assert [m.id for m in history] == [*(f"m{n}" for n in range(20)), *"abcde"]
     assert [m.parent_id for m in history] == [None, *(m.id for m in history[:-1])]
+    assert [row[0] for row in by_seq] == [m.id for m in history]  # inserted in chain order
     assert len(sent) == 21 and all(sql.startswith("CALL sessionary_append(") for sql in sent)
 
 

@@ -181,29 +181,31 @@ _V5: tuple[str, ...] = (
 _V6: tuple[str, ...] = (
     # `unlocked_append_sql`: one round trip that locks, appends, commits without waiting
     # for the flush (releasing the row), then commits a WAL message synchronously, whose
-    # flush covers the first commit, before it answers. Each statement is a simple one
-    # with a snapshot of its own: after the lock waited, the INSERT and the UPDATE see the
-    # row the lock returned, with no re-check of a newer version (as one statement does).
+    # flush covers the first commit, before it answers. The append after the lock is a
+    # statement of its own, with a snapshot taken after the lock's wait: it sees the row
+    # the lock returned, with no re-check of a newer version (as `append_sql`'s parts
+    # each make when the lock waited).
     "CREATE TYPE sessionary_message AS (n INTEGER, id TEXT, parent_id TEXT, role TEXT, "
     "created_us BIGINT, data TEXT, text TEXT)",
     f"""CREATE PROCEDURE sessionary_append(
     p_tenant TEXT, p_user TEXT, p_id TEXT, p_any BOOLEAN, p_expected TEXT,
     p_rows sessionary_message[], p_head TEXT, p_moves INTEGER, p_count INTEGER,
     p_now BIGINT,
-    INOUT o_parent TEXT DEFAULT NULL, INOUT o_appended BIGINT DEFAULT NULL,
+    INOUT o_parent TEXT DEFAULT NULL, INOUT o_appended BIGINT DEFAULT 0,
     INOUT o_pk BIGINT DEFAULT NULL, INOUT o_depth INTEGER DEFAULT NULL
 ) LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM {_UNLOCKED};
     SELECT pk, head_id, head_depth INTO o_pk, o_parent, o_depth FROM sessions
     WHERE tenant = p_tenant AND user_id = p_user AND id = p_id AND ttl_us IS NULL
+        AND {_UNLOCKED} IS NOT NULL
     FOR UPDATE;
-    o_appended := 0;
     IF FOUND AND (p_any OR o_parent IS NOT DISTINCT FROM p_expected) THEN
-        INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
-        SELECT o_pk, v.id, CASE WHEN v.n = 1 THEN o_parent ELSE v.parent_id END,
-            o_depth + v.n, v.role, v.created_us, v.data, v.text
-        FROM unnest(p_rows) AS v ORDER BY v.n;
+        WITH ins AS (
+            INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
+            SELECT o_pk, v.id, CASE WHEN v.n = 1 THEN o_parent ELSE v.parent_id END,
+                o_depth + v.n, v.role, v.created_us, v.data, v.text
+            FROM unnest(p_rows) AS v  -- in the array's order
+        )
         UPDATE sessions SET head_id = p_head, head_depth = o_depth + p_moves,
             message_count = message_count + p_count, updated_us = p_now
         WHERE pk = o_pk;

@@ -20,6 +20,8 @@ import collections
 import os
 import random
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,11 @@ from bench.srv_sql import Postgres  # noqa: E402
 from sessionary.stores import postgres  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
+SAMPLE = (
+    "SELECT coalesce(wait_event_type, 'CPU') || ':' || coalesce(wait_event, '') "
+    "FROM pg_stat_activity WHERE state = 'active' AND application_name = %s "
+    "AND pid <> pg_backend_pid()"
+)
 COUNTS: collections.Counter[str] = collections.Counter()
 
 
@@ -45,8 +52,8 @@ def _count_statements() -> None:
     def counted(self: Any, sql: str, params: Any, unlock_early: bool = False) -> Any:
         out = run_alone(self, sql, params, unlock_early)
         kind = sql.lstrip()[:12]
-        COUNTS["statements"] += 1
-        COUNTS["flushes"] += unlock_early
+        COUNTS["calls"] += 1
+        COUNTS["unlocked"] += unlock_early
         if kind.startswith("WITH moved"):
             COUNTS["after-head"] += 1
             COUNTS["head moved"] += out[1] == 0
@@ -55,6 +62,16 @@ def _count_statements() -> None:
         return out
 
     postgres.PostgresDriver.run_alone = counted  # type: ignore[method-assign]
+
+
+def _sample(stop: threading.Event, events: collections.Counter[str]) -> None:
+    """Count this process's active backends' wait events until `stop`."""
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        while not stop.is_set():
+            for (event,) in conn.execute(SAMPLE, (APP,)):
+                events[event] += 1
+            events[""] += 1
+            time.sleep(0.002)
 
 
 def _server_ticks(admin: psycopg.Connection[Any]) -> dict[int, int]:
@@ -96,11 +113,17 @@ def main(seconds: float, rounds: int, shapes: list[str]) -> None:
                 cells.append(cell)
         server: dict[int, float] = collections.defaultdict(float)
         counted: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        waits: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         order = random.Random(1)
         for _ in range(rounds):
             for cell in order.sample(cells, len(cells)):
                 before, counts = _server_ticks(admin), COUNTS.copy()
+                stop = threading.Event()
+                sampler = threading.Thread(target=_sample, args=(stop, waits[id(cell)]))
+                sampler.start()
                 run_block(cell, seconds)
+                stop.set()
+                sampler.join()
                 after = _server_ticks(admin)
                 spent = sum(t - before.get(pid, t) for pid, t in after.items())
                 server[id(cell)] += spent / TICK
@@ -108,14 +131,20 @@ def main(seconds: float, rounds: int, shapes: list[str]) -> None:
         for mode in shapes:
             raw = next(c for c in cells if c.is_raw and c.mode == mode)
             for cell in (c for c in cells if c.mode == mode):
-                _report(cell, raw, server[id(cell)], counted[id(cell)])
+                _report(cell, raw, server[id(cell)], counted[id(cell)], waits[id(cell)])
     finally:
         admin.close()
         backend.close_all()
         backend.teardown()
 
 
-def _report(cell: Cell, raw: Cell, server: float, counts: collections.Counter[str]) -> None:
+def _report(
+    cell: Cell,
+    raw: Cell,
+    server: float,
+    counts: collections.Counter[str],
+    waits: collections.Counter[str],
+) -> None:
     done = sum(cell.counts) or 1
     rate, base = cell.rate or 0.0, raw.rate or 1.0
     line = (
@@ -123,9 +152,12 @@ def _report(cell: Cell, raw: Cell, server: float, counts: collections.Counter[st
         f"client {1e6 * sum(cell.cpus) / done:4.0f} us  server {1e6 * server / done:4.0f} us"
     )
     if not cell.is_raw:
-        per = {name: counts[name] / done for name in ("statements", "flushes", "head moved")}
+        per = {name: counts[name] / done for name in ("calls", "unlocked", "head moved")}
         line += "  " + "  ".join(f"{name} {value:.2f}" for name, value in per.items())
     print(line + (f"  {cell.error}" if cell.error else ""))
+    samples = waits.pop("", 0) or 1
+    states = ", ".join(f"{event} {n / samples:.2f}" for event, n in waits.most_common(5))
+    print(f"{'':9}backends per sample: {sum(waits.values()) / samples:.2f} ({states})")
 
 
 if __name__ == "__main__":

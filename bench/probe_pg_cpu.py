@@ -74,6 +74,16 @@ def _sample(stop: threading.Event, events: collections.Counter[str]) -> None:
             time.sleep(0.002)
 
 
+def _wal(admin: psycopg.Connection[Any]) -> collections.Counter[str]:
+    """The server's WAL counters (the whole server's: other clients' writes count too)."""
+    row = admin.execute("SELECT wal_bytes, wal_sync FROM pg_stat_wal").fetchone()
+    return (
+        collections.Counter({"wal bytes": int(row[0]), "wal syncs": int(row[1])})
+        if row
+        else collections.Counter()
+    )
+
+
 def _server_ticks(admin: psycopg.Connection[Any]) -> dict[int, int]:
     pids = [
         pid
@@ -117,7 +127,7 @@ def main(seconds: float, rounds: int, shapes: list[str]) -> None:
         order = random.Random(1)
         for _ in range(rounds):
             for cell in order.sample(cells, len(cells)):
-                before, counts = _server_ticks(admin), COUNTS.copy()
+                before, counts, wal = _server_ticks(admin), COUNTS.copy(), _wal(admin)
                 stop = threading.Event()
                 sampler = threading.Thread(target=_sample, args=(stop, waits[id(cell)]))
                 sampler.start()
@@ -128,6 +138,7 @@ def main(seconds: float, rounds: int, shapes: list[str]) -> None:
                 spent = sum(t - before.get(pid, t) for pid, t in after.items())
                 server[id(cell)] += spent / TICK
                 counted[id(cell)] += COUNTS - counts
+                counted[id(cell)] += _wal(admin) - wal
         for mode in shapes:
             raw = next(c for c in cells if c.is_raw and c.mode == mode)
             for cell in (c for c in cells if c.mode == mode):
@@ -155,6 +166,11 @@ def _report(
         per = {name: counts[name] / done for name in ("calls", "unlocked", "head moved")}
         line += "  " + "  ".join(f"{name} {value:.2f}" for name, value in per.items())
     print(line + (f"  {cell.error}" if cell.error else ""))
+    syncs = counts["wal syncs"] or 1
+    print(
+        f"{'':9}WAL {counts['wal bytes'] / done:,.0f} bytes per append, "
+        f"{done / syncs:.1f} appends per WAL sync (the server's whole WAL)"
+    )
     samples = waits.pop("", 0) or 1
     states = ", ".join(f"{event} {n / samples:.2f}" for event, n in waits.most_common(5))
     print(f"{'':9}backends per sample: {sum(waits.values()) / samples:.2f} ({states})")

@@ -148,13 +148,13 @@ def test_appends_to_a_session_another_writer_moves_unlock_early(
         assert [m.parent_id for m in history] == [None, *written[:-1]]
 
 
-def test_eight_writers_on_one_session_form_one_chain_unlocking_early(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    early = _spy_on_unlocks(monkeypatch)
-    managers = [sessionary.SessionManager(postgres_url) for _ in range(8)]
+def _eight_writers(url: str, before: list[str]) -> None:
+    """8 stores append 25 messages each to session `s` at once (after ids `before`).
+
+    Every acknowledged message is stored once, on one chain, each writer's in its order.
+    """
+    managers = [sessionary.SessionManager(url) for _ in range(8)]
     try:
-        managers[0].create(id="s")
         start = threading.Barrier(8)
 
         def write(n: int) -> list[str]:
@@ -164,17 +164,27 @@ def test_eight_writers_on_one_session_form_one_chain_unlocking_early(
 
         with ThreadPoolExecutor(8) as pool:
             acked = [mid for ids in pool.map(write, range(8)) for mid in ids]
-        assert any(early)  # the writers did find the head moved, and unlocked early
         history = managers[0].session("s").history()
-        assert sorted(m.id for m in history) == sorted(acked)  # none lost, none twice
+        assert sorted(m.id for m in history) == sorted([*before, *acked])  # none lost or twice
         assert [m.parent_id for m in history] == [None, *(m.id for m in history[:-1])]
-        assert managers[0].session("s").message_count() == 200
+        assert managers[0].session("s").message_count() == len(before) + 200
         for n in range(8):  # each writer's messages in the order it wrote them
             mine = [m.text for m in history if m.text.startswith(f"w{n} ")]
             assert mine == [f"w{n} #{i}" for i in range(25)]
+        assert managers[0].store._driver.unlocks_early
     finally:
         for manager in managers:
             manager.close()
+
+
+def test_eight_writers_on_one_session_form_one_chain_unlocking_early(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    early = _spy_on_unlocks(monkeypatch)
+    with sessionary.SessionManager(postgres_url) as manager:
+        manager.create(id="s")
+    _eight_writers(postgres_url, [])
+    assert any(early)  # the writers did find the head moved, and unlocked early
 
 
 _KILLED_WRITER = """
@@ -316,7 +326,7 @@ def test_a_contended_append_of_a_stored_id_or_under_a_stale_head_changes_nothing
 
 
 def test_a_version_5_schema_gets_the_procedure_and_eight_writers_keep_one_chain(
-    postgres_url: str,
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with sessionary.SessionManager(postgres_url) as old:
         store: Any = old.store
@@ -324,29 +334,12 @@ def test_a_version_5_schema_gets_the_procedure_and_eight_writers_keep_one_chain(
         store._dialect.unlocked_append_sql = store._dialect.append_sql  # as version 5 had
         old.create(id="s").append(Message.user("before", id="m0"))
         assert store._read_alone("SELECT to_regproc('sessionary_append')", ()) == [(None,)]
-    managers = [sessionary.SessionManager(postgres_url) for _ in range(8)]
-    try:
-        start = threading.Barrier(8)
-
-        def write(n: int) -> list[str]:
-            session = managers[n].session("s")
-            start.wait()
-            return [session.append(Message.user(f"w{n} #{i}")).id for i in range(25)]
-
-        with ThreadPoolExecutor(8) as pool:
-            acked = [mid for ids in pool.map(write, range(8)) for mid in ids]
-        assert managers[0].store._driver.unlocks_early
-        history = managers[0].session("s").history()
-        assert sorted(m.id for m in history) == sorted(["m0", *acked])  # none lost or twice
-        assert [m.parent_id for m in history] == [None, *(m.id for m in history[:-1])]
-        assert managers[0].session("s").message_count() == 201
-        versions = managers[0].store._read_alone(
-            "SELECT max(version) FROM sessionary_migrations", ()
-        )
-        assert versions == [(6,)]
-    finally:
-        for manager in managers:
-            manager.close()
+    sent = calls(monkeypatch, postgres.PostgresDriver)
+    _eight_writers(postgres_url, ["m0"])
+    assert sent and all(sql.startswith("CALL sessionary_append(") for sql in sent)
+    with sessionary.SessionManager(postgres_url) as new:
+        versions = new.store._read_alone("SELECT max(version) FROM sessionary_migrations", ())
+    assert versions == [(6,)]
 
 
 def test_a_role_that_may_not_call_the_procedure_appends_without_unlocking_early(

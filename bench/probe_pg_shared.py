@@ -8,8 +8,9 @@ benchmark's writers have, append to one session in a scratch schema for `seconds
 rate, how many appends took the early-unlock path (see `sessionary.stores.postgres`),
 and the commonest wait events of the run's active backends (this process's only: its
 connections carry the application name `probe_pg_shared`) by the statement they run
-(`WITH`: the append; `SELECT`: the flush after an early unlock). A lock holder on CPU
-or in `Client:ClientRead` under `WITH` is time the session's row stays locked.
+(`CALL`: the early-unlock append, its flush included; `WITH`: the locking append and
+`SELECT`: a flush after a failed one). `Lock:*` under `CALL` is writers queued on the
+session's row; `LWLock:WALWrite` and `IO:WALSync`, writers waiting for the WAL flush.
 
 Server: `$SESSIONARY_TEST_POSTGRES` (default `postgresql://postgres@127.0.0.1:5432/test`).
 """

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,10 @@ import pytest
 
 import sessionary
 from sessionary import AlreadyExists, Message
+from sessionary._sync.stores.sql import SQLStore
 from sessionary.stores import postgres
 from sessionary.stores._postgres_sql import _UNLOCKED
+from sessionary.stores.sql import AsyncSQLStore
 
 pytestmark = pytest.mark.postgres
 
@@ -145,13 +148,13 @@ def test_appends_to_a_session_another_writer_moves_unlock_early(
         assert [m.parent_id for m in history] == [None, *written[:-1]]
 
 
-def test_eight_writers_on_one_session_form_one_chain_unlocking_early(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    early = _spy_on_unlocks(monkeypatch)
-    managers = [sessionary.SessionManager(postgres_url) for _ in range(8)]
+def _eight_writers(url: str, before: list[str]) -> None:
+    """8 stores append 25 messages each to session `s` at once (after ids `before`).
+
+    Every acknowledged message is stored once, on one chain, each writer's in its order.
+    """
+    managers = [sessionary.SessionManager(url) for _ in range(8)]
     try:
-        managers[0].create(id="s")
         start = threading.Barrier(8)
 
         def write(n: int) -> list[str]:
@@ -161,17 +164,27 @@ def test_eight_writers_on_one_session_form_one_chain_unlocking_early(
 
         with ThreadPoolExecutor(8) as pool:
             acked = [mid for ids in pool.map(write, range(8)) for mid in ids]
-        assert any(early)  # the writers did find the head moved, and unlocked early
         history = managers[0].session("s").history()
-        assert sorted(m.id for m in history) == sorted(acked)  # none lost, none twice
+        assert sorted(m.id for m in history) == sorted([*before, *acked])  # none lost or twice
         assert [m.parent_id for m in history] == [None, *(m.id for m in history[:-1])]
-        assert managers[0].session("s").message_count() == 200
+        assert managers[0].session("s").message_count() == len(before) + 200
         for n in range(8):  # each writer's messages in the order it wrote them
             mine = [m.text for m in history if m.text.startswith(f"w{n} ")]
             assert mine == [f"w{n} #{i}" for i in range(25)]
+        assert managers[0].store._driver.unlocks_early
     finally:
         for manager in managers:
             manager.close()
+
+
+def test_eight_writers_on_one_session_form_one_chain_unlocking_early(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    early = _spy_on_unlocks(monkeypatch)
+    with sessionary.SessionManager(postgres_url) as manager:
+        manager.create(id="s")
+    _eight_writers(postgres_url, [])
+    assert any(early)  # the writers did find the head moved, and unlocked early
 
 
 _KILLED_WRITER = """
@@ -213,3 +226,149 @@ def test_a_writer_killed_while_unlocking_early_loses_nothing_acknowledged(
             assert manager.session("s").message_count() == len(ids)
         acked = ids
     assert len(acked) >= 60
+
+
+# ---------------------------------------------------------------- the procedure
+
+
+def calls(monkeypatch: pytest.MonkeyPatch, driver: type[Any]) -> list[str]:
+    """The SQL of each `run_alone` call with `unlock_early`, from now on."""
+    sent: list[str] = []
+    run_alone = driver.run_alone
+
+    def spy(self: Any, sql: str, params: Any, unlock_early: bool = False) -> Any:
+        if unlock_early:
+            sent.append(sql)
+        return run_alone(self, sql, params, unlock_early)
+
+    monkeypatch.setattr(driver, "run_alone", spy)
+    return sent
+
+
+class _Everywhere(set[Any]):
+    """A `_moved` in which every session is: each append locks and unlocks early."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def discard(self, key: Any) -> None:
+        pass
+
+
+def always_contended(monkeypatch: pytest.MonkeyPatch) -> None:
+    for store in (AsyncSQLStore, SQLStore):
+        init = store.__init__
+
+        def contended(self: Any, *args: Any, init: Any = init, **kwargs: Any) -> None:
+            init(self, *args, **kwargs)
+            self._moved = _Everywhere()
+
+        monkeypatch.setattr(store, "__init__", contended)
+
+
+def test_a_contended_append_is_one_call_that_answers_after_the_flush(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A trigger notes where the WAL's insertion stood as each message went in: when the
+    # CALL answers, the WAL is flushed at least that far, with no second statement.
+    sent = calls(monkeypatch, postgres.PostgresDriver)
+    monkeypatch.setattr(postgres, "_FLUSH", "SELECT 1 / 0")  # never needed on success
+    always_contended(monkeypatch)
+    with sessionary.SessionManager(postgres_url) as manager:
+        session = manager.create(id="s")
+        with manager.store._begin() as tx:
+            tx.execute("CREATE TABLE at (id TEXT, lsn PG_LSN)")
+            tx.execute(
+                "CREATE FUNCTION note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "INSERT INTO at VALUES (NEW.id, pg_current_wal_insert_lsn()); RETURN NEW; "
+                "END $$"
+            )
+            tx.execute(
+                "CREATE TRIGGER note AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION note()"
+            )
+        for n in range(20):
+            stored = session.append(Message.user(f"m{n}", id=f"m{n}"))
+            rows = manager.store._read_alone(
+                "SELECT pg_current_wal_flush_lsn() >= lsn, "
+                "current_setting('synchronous_commit') FROM at WHERE id = %s",
+                (stored.id,),
+            )
+            assert rows == [(True, "on")]
+        batch = session.append_all([Message.user(k, id=k) for k in "abcde"])
+        assert [m.parent_id for m in batch] == ["m19", *"abcd"]
+        history = session.history()
+        by_seq = manager.store._read_alone("SELECT id FROM messages ORDER BY seq", ())
+    assert [m.id for m in history] == [*(f"m{n}" for n in range(20)), *"abcde"]
+    assert [m.parent_id for m in history] == [None, *(m.id for m in history[:-1])]
+    assert [row[0] for row in by_seq] == [m.id for m in history]  # inserted in chain order
+    assert len(sent) == 21 and all(sql.startswith("CALL sessionary_append(") for sql in sent)
+
+
+def test_a_contended_append_of_a_stored_id_or_under_a_stale_head_changes_nothing(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = calls(monkeypatch, postgres.PostgresDriver)
+    always_contended(monkeypatch)
+    with sessionary.SessionManager(postgres_url) as manager:
+        session = manager.create(id="s")
+        first = session.append(Message.user("first", id="m1"))
+        session.append(Message.user("second", id="m2"))
+        for _ in range(8):  # past psycopg's threshold for preparing what it sends again
+            again = session.append(Message.user("first, again", id="m1"))
+            assert again == first  # the CALL failed whole; the general path found it
+            with pytest.raises(sessionary.HeadConflict):
+                session.append(Message.user("late"), expected_head="m1")
+            assert manager.store._read_alone(_SETTING, ()) == [("on",)]
+        assert [m.id for m in session.history()] == ["m1", "m2"]
+        assert session.message_count() == 2
+        assert session.append(Message.user("third", id="m3")).parent_id == "m2"
+    assert len(sent) == 1 + 1 + 8 * 2 + 1
+
+
+def test_a_version_5_schema_gets_the_procedure_and_eight_writers_keep_one_chain(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with sessionary.SessionManager(postgres_url) as old:
+        store: Any = old.store
+        store._dialect.migrations = store._dialect.migrations[:5]  # this instance only
+        store._dialect.unlocked_append_sql = store._dialect.append_sql  # as version 5 had
+        old.create(id="s").append(Message.user("before", id="m0"))
+        assert store._read_alone("SELECT to_regproc('sessionary_append')", ()) == [(None,)]
+    sent = calls(monkeypatch, postgres.PostgresDriver)
+    _eight_writers(postgres_url, ["m0"])
+    assert sent and all(sql.startswith("CALL sessionary_append(") for sql in sent)
+    with sessionary.SessionManager(postgres_url) as new:
+        versions = new.store._read_alone("SELECT max(version) FROM sessionary_migrations", ())
+    assert versions == [(6,)]
+
+
+def test_a_role_that_may_not_call_the_procedure_appends_without_unlocking_early(
+    postgres_url: str,
+) -> None:
+    with sessionary.SessionManager(postgres_url) as manager:
+        manager.create(id="s")
+        manager.store._read_alone("REVOKE EXECUTE ON PROCEDURE sessionary_append FROM PUBLIC", ())
+    role = f"sx_nocall_{uuid.uuid4().hex[:12]}"
+    admin = postgres_url.split("?")[0]
+    schema = postgres_url.partition("?schema=")[2]
+    import psycopg
+
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO {role}')
+        conn.execute(
+            f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO {role}'
+        )
+        conn.execute(f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA "{schema}" TO {role}')
+    try:
+        parts = admin.split("://", 1)[1].split("@", 1)[1]
+        url = f"postgresql://{role}@{parts}?schema={schema}&migrate=false"
+        with sessionary.SessionManager(url) as one, sessionary.SessionManager(url) as two:
+            sessions = [one.session("s"), two.session("s")]
+            ids = [sessions[n % 2].append(Message.user(f"m{n}")).id for n in range(6)]
+            assert not one.store._driver.unlocks_early
+            assert [m.id for m in one.session("s").history()] == ids
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")

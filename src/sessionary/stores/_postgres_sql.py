@@ -47,7 +47,7 @@ from sessionary.retention import live_sql
 from sessionary.stores._sql_common import Dialect, Migration
 from sessionary.stores._textmatch import fold, pool_size
 
-__all__ = ["PostgresDialect", "to_tsquery"]
+__all__ = ["FLUSH_MESSAGE", "PostgresDialect", "to_tsquery"]
 
 _CONFIG = "'sessionary_words'"
 _OLD_CONFIG = "'sessionary_search'"
@@ -144,8 +144,12 @@ _V3: tuple[str, ...] = (
 )
 
 _UNLOCKED = "set_config('synchronous_commit', 'off', true)"
-"""Evaluated on the session's row, so that the statement's commit does not wait for the
-flush (the driver flushes after it, see `stores.postgres`)."""
+"""Run first in a transaction, so that its commit does not wait for the flush (then a
+`FLUSH_MESSAGE` flushes, see `_V6` and `stores.postgres`)."""
+
+FLUSH_MESSAGE = "pg_logical_emit_message(true, 'sessionary', '')"
+"""A transactional WAL message: the synchronous commit of a transaction that writes it
+returns once the WAL is flushed past it, hence past every commit before it."""
 
 _FOLD = r"regexp_replace(normalize(lower({}), NFKD), U&'[\0300-\036F]', '', 'g')"
 """Folds a column of words in SQL much as `fold` does (for rows written before v4)."""
@@ -174,6 +178,45 @@ _V5: tuple[str, ...] = (
     "ALTER TABLE sessions SET (fillfactor = 80)",  # room on the page for those updates
 )
 
+_V6: tuple[str, ...] = (
+    # `unlocked_append_sql`: one round trip that locks, appends, commits without waiting
+    # for the flush (releasing the row), then commits a WAL message synchronously, whose
+    # flush covers the first commit, before it answers. The append after the lock is a
+    # statement of its own, with a snapshot taken after the lock's wait: it sees the row
+    # the lock returned, with no re-check of a newer version (as `append_sql`'s parts
+    # each make when the lock waited).
+    "CREATE TYPE sessionary_message AS (n INTEGER, id TEXT, parent_id TEXT, role TEXT, "
+    "created_us BIGINT, data TEXT, text TEXT)",
+    f"""CREATE PROCEDURE sessionary_append(
+    p_tenant TEXT, p_user TEXT, p_id TEXT, p_any BOOLEAN, p_expected TEXT,
+    p_rows sessionary_message[], p_head TEXT, p_moves INTEGER, p_count INTEGER,
+    p_now BIGINT,
+    INOUT o_parent TEXT DEFAULT NULL, INOUT o_appended BIGINT DEFAULT 0,
+    INOUT o_pk BIGINT DEFAULT NULL, INOUT o_depth INTEGER DEFAULT NULL
+) LANGUAGE plpgsql AS $$
+BEGIN
+    SELECT pk, head_id, head_depth INTO o_pk, o_parent, o_depth FROM sessions
+    WHERE tenant = p_tenant AND user_id = p_user AND id = p_id AND ttl_us IS NULL
+        AND {_UNLOCKED} IS NOT NULL
+    FOR UPDATE;
+    IF FOUND AND (p_any OR o_parent IS NOT DISTINCT FROM p_expected) THEN
+        WITH ins AS (
+            INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
+            SELECT o_pk, v.id, CASE WHEN v.n = 1 THEN o_parent ELSE v.parent_id END,
+                o_depth + v.n, v.role, v.created_us, v.data, v.text
+            FROM unnest(p_rows) AS v  -- in the array's order
+        )
+        UPDATE sessions SET head_id = p_head, head_depth = o_depth + p_moves,
+            message_count = message_count + p_count, updated_us = p_now
+        WHERE pk = o_pk;
+        o_appended := 1;
+    END IF;
+    COMMIT;
+    PERFORM {FLUSH_MESSAGE};
+    COMMIT;
+END $$""",
+)
+
 
 class PostgresDialect(Dialect):
     """PostgreSQL 12 or later.
@@ -191,6 +234,7 @@ class PostgresDialect(Dialect):
         (3, "a TTL per session (retention), sliding or fixed", _V3),
         (4, "search indexes of folded whole words, unstemmed", _V4),
         (5, "sessions listed by activity to the second, so appends update no index", _V5),
+        (6, "appends to a shared session unlock, then flush, in one call", _V6),
     )
     activity_bucket = ("active_s", "{}::bigint / 1000000")
 
@@ -201,21 +245,10 @@ class PostgresDialect(Dialect):
         that changed while the lock waited), so the chain hangs under the current head;
         the row lock queues concurrent appenders as a transaction would.
         """
-        return self._append_sql(count, "")
-
-    def unlocked_append_sql(self, count: int) -> str:
-        """`append_sql`, turning `synchronous_commit` off for its own transaction.
-
-        The setting is local to the statement's transaction (its commit reads it, then
-        it reverts), so the connection is left as it was whatever happens.
-        """
-        return self._append_sql(count, f" AND {_UNLOCKED} IS NOT NULL")
-
-    def _append_sql(self, count: int, unlocked: str) -> str:
         values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * count)
         return f"""WITH s AS (
     SELECT pk, head_id, head_depth FROM sessions
-    WHERE tenant = %s AND user_id = %s AND id = %s AND ttl_us IS NULL{unlocked} FOR UPDATE
+    WHERE tenant = %s AND user_id = %s AND id = %s AND ttl_us IS NULL FOR UPDATE
 ), ok AS (
     SELECT pk, head_id, head_depth FROM s WHERE %s::boolean OR head_id IS NOT DISTINCT FROM %s::text
 ), v (n, id, parent_id, role, created_us, data, text) AS (
@@ -235,6 +268,20 @@ class PostgresDialect(Dialect):
     RETURNING 1
 )
 SELECT s.head_id, (SELECT count(*) FROM ok), s.pk, s.head_depth FROM s"""
+
+    def unlocked_append_sql(self, count: int) -> str:
+        """`append_sql` as a CALL of `sessionary_append` (see `_V6`), the same parameters.
+
+        Its append commits with `synchronous_commit` off (local to that transaction: the
+        connection is left as it was whatever happens), so the row is unlocked at once;
+        a second transaction then commits synchronously, so the CALL answers once the
+        flush covers the append's commit, in one round trip.
+        """
+        rows = ", ".join(["ROW(%s, %s, %s, %s, %s, %s, %s)"] * count)
+        return (
+            "CALL sessionary_append(%s, %s, %s, %s, %s, "
+            f"ARRAY[{rows}]::sessionary_message[], %s, %s, %s, %s)"
+        )
 
     def append_after_sql(self, count: int) -> str:
         """One statement: move the head if it is still where the store saw it, then insert.

@@ -21,24 +21,25 @@ Unlocking early (`run_alone(..., unlock_early=True)`, the store's appends to a s
 that other writers append to as well): a transaction that commits with
 `synchronous_commit = on` keeps its row locks until the WAL is flushed past its commit
 record, so writers queued on one row get one commit per flush, where writers on distinct
-rows share each flush. So such an append's statement turns `synchronous_commit` off for
-its own transaction (`PostgresDialect.unlocked_append_sql`: `set_config(..., true)`, which
-its commit reads and which then reverts, so the connection is left as it was whatever
-happens): it goes out as one message with its Sync, and its transaction commits, makes
-its changes visible and releases its locks as soon as it has run, with no wait for the
-flush nor for the client. (Set by a statement of its own in the same transaction, in
-pipeline mode, the setting left the row locked while the server waited for the client's
-Sync, which a busy client sends late.) A second round trip then writes a transactional
-WAL message (an xid and a record, so that its commit waits for the flush;
-`pg_logical_emit_message`, which every role may run unless it was revoked: checked when
-the pool starts, `unlocks_early`) and commits it under the connection's own
-`synchronous_commit`, so its answer comes once the WAL is flushed (and, with synchronous
-replication, confirmed) past that commit, which comes after the statement's in the one
-linear WAL. It also runs after a statement that failed (what it read may not have been
-flushed yet); the call answers only if it succeeded. A write that builds on the
-statement's (an append under the new head) commits after it, so it cannot survive a
-crash without it. Until the flush another reader can see the change, which a server
-crash could still remove: its writer has not been answered yet.
+rows share each flush. So such a statement's transaction turns `synchronous_commit` off
+for itself (`set_config(..., true)`, which its commit reads and which then reverts, so
+the connection is left as it was whatever happens): it commits, makes its changes visible
+and releases its locks as soon as it has run, with no wait for the flush nor for the
+client. (Set by a statement of its own in the same transaction, in pipeline mode, the
+setting left the row locked while the server waited for the client's Sync, which a busy
+client sends late.) A later transaction then writes a transactional WAL message (an xid
+and a record, so that its commit waits for the flush; `pg_logical_emit_message`, which
+every role may run unless it was revoked: checked when the pool starts, `unlocks_early`)
+and commits it under the connection's own `synchronous_commit`, so it ends once the WAL
+is flushed (and, with synchronous replication, confirmed) past that commit, which comes
+before it in the one linear WAL. The store's append is a CALL of a procedure that does
+both in one round trip (`PostgresDialect.unlocked_append_sql`): its answer comes after
+its second commit. Any other statement gets the flush as a second round trip. The flush
+also runs after a statement that failed (what it read may not have been flushed yet);
+the call answers only if it succeeded. A write that builds on the statement's (an append
+under the new head) commits after it, so it cannot survive a crash without it. Until the
+flush another reader can see the change, which a server crash could still remove: its
+writer has not been answered yet.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from sessionary.errors import (
     StoreError,
     StoreUnavailable,
 )
+from sessionary.stores._postgres_sql import FLUSH_MESSAGE
 from sessionary.stores._sql_common import redact
 from sessionary.stores._waits import GRACE, AsyncWatch, Watch
 from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
@@ -187,10 +189,20 @@ class _AsyncTransaction:
 
 _CAN_FLUSH = (
     "SELECT has_function_privilege("
-    "'pg_catalog.pg_logical_emit_message(boolean, text, text)', 'EXECUTE')"
+    "'pg_catalog.pg_logical_emit_message(boolean, text, text)', 'EXECUTE') AND coalesce("
+    "has_function_privilege(to_regproc('sessionary_append')::oid, 'EXECUTE'), true)"
 )
-_FLUSH = "SELECT pg_logical_emit_message(true, 'sessionary', '')"
-"""A WAL message whose synchronous commit flushes past the commits before it."""
+"""Whether this role may flush (and CALL the store's procedure, where it is there)."""
+_FLUSH = f"SELECT {FLUSH_MESSAGE}"
+
+
+def _flushes_itself(sql: str) -> bool:
+    """Whether a statement run with `unlock_early` flushes before it answers.
+
+    A CALL does: the store's procedures end with a synchronous commit after their early
+    one (`PostgresDialect.unlocked_append_sql`).
+    """
+    return sql.startswith("CALL ")
 
 
 def _unbounded() -> None:
@@ -290,7 +302,7 @@ class AsyncPostgresDriver:
                     with suppress(psycopg.Error):
                         await conn.execute(_FLUSH)
                 raise
-            if unlock_early:
+            if unlock_early and not _flushes_itself(sql):
                 await conn.execute(_FLUSH)
             if cursor.description is None:
                 return [], cursor.rowcount
@@ -442,7 +454,7 @@ class PostgresDriver:
                     with suppress(psycopg.Error):
                         conn.execute(_FLUSH)
                 raise
-            if unlock_early:
+            if unlock_early and not _flushes_itself(sql):
                 conn.execute(_FLUSH)
             if cursor.description is None:
                 return [], cursor.rowcount

@@ -18,13 +18,15 @@ is that of the connection's own thread (`information_schema.PROCESSLIST.TID`, re
 - `proc2`: `proc` with the INSERT as `IF ... THEN INSERT ... VALUES` after a read of the
   head (a simple insert, which takes no table-level AUTO-INC lock), instead of
   `INSERT ... SELECT`.
+- `rowcount`: `proc` guarding a plain `INSERT ... VALUES` on the UPDATE's `ROW_COUNT()`,
+  as migration 6's `sessionary_append_after_seen` does.
 - `insert`, `update`: the script's INSERT (as `VALUES`), or its UPDATE, alone in a
   transaction of three round trips (START TRANSACTION, the statement, COMMIT).
 - `rawtext`: `raw` with the search tokens appended to the body (as wide as our rows).
 
 Prints per variant the server's CPU per append (all blocks; the median and least of the
 blocks, since a loaded machine only inflates it), the client's (this process), and the
-Handler_* counters per append. `proc` does what the migrations' `sessionary_append_after`
+Handler_* counters per append. `proc` does what migration 5's `sessionary_append_after`
 does, in a procedure of the probe's own.
 """
 
@@ -61,6 +63,7 @@ VARIANTS = (
     "update",
     "rawtext",
     "proc2",
+    "rowcount",
 )
 
 
@@ -152,6 +155,22 @@ class Variant:
                     " p_created, p_data, p_text); END IF; "
                     "COMMIT; END"
                 )
+            if name == "rowcount":
+                cur.execute(
+                    "CREATE PROCEDURE probe_append(p_head VARCHAR(128), p_depth INT, p_n INT,"
+                    " p_now BIGINT, p_pk BIGINT, p_seen VARCHAR(128), p_seen_depth INT,"
+                    " p_id VARCHAR(128), p_role VARCHAR(64), p_created BIGINT,"
+                    " p_data LONGTEXT, p_text LONGTEXT) MODIFIES SQL DATA BEGIN "
+                    "START TRANSACTION; "
+                    "UPDATE sessions SET head_id = p_head, head_depth = p_depth,"
+                    " message_count = message_count + p_n, updated_us = p_now"
+                    " WHERE pk = p_pk AND head_id <=> p_seen AND head_depth = p_seen_depth"
+                    " AND ttl_us IS NULL; "
+                    "IF ROW_COUNT() > 0 THEN INSERT INTO messages (session_pk, id, parent_id,"
+                    " depth, role, created_us, data, text) VALUES (p_pk, p_id, p_seen, p_depth,"
+                    " p_role, p_created, p_data, p_text); END IF; "
+                    "COMMIT; END"
+                )
             if name == "proc":
                 cur.execute(
                     "CREATE PROCEDURE probe_append(p_head VARCHAR(128), p_depth INT, p_n INT,"
@@ -207,7 +226,7 @@ class Variant:
             seen = (self.pk, self.head, self.depth)
             params = self.dialect.append_after_params(seen, [row], now)
             sql = self.dialect.append_after_sql(1)
-            if self.name in ("proc", "proc2"):
+            if self.name in ("proc", "proc2", "rowcount"):
                 cur.execute(
                     "CALL probe_append(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     (msg_id, self.depth + 1, 1, now, self.pk, self.head, self.depth,

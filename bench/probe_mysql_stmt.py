@@ -20,6 +20,7 @@ is that of the connection's own thread (`information_schema.PROCESSLIST.TID`, re
   `INSERT ... SELECT`.
 - `rowcount`: `proc` guarding a plain `INSERT ... VALUES` on the UPDATE's `ROW_COUNT()`,
   as migration 6's `sessionary_append_after_seen` does.
+- `rowcountpk`: `rowcount` with its UPDATE hinted to the primary key (`FORCE INDEX`).
 - `insert`, `update`: the script's INSERT (as `VALUES`), or its UPDATE, alone in a
   transaction of three round trips (START TRANSACTION, the statement, COMMIT).
 - `rawtext`: `raw` with the search tokens appended to the body (as wide as our rows).
@@ -64,6 +65,7 @@ VARIANTS = (
     "rawtext",
     "proc2",
     "rowcount",
+    "rowcountpk",
 )
 
 
@@ -171,6 +173,22 @@ class Variant:
                     " p_role, p_created, p_data, p_text); END IF; "
                     "COMMIT; END"
                 )
+            if name == "rowcountpk":
+                cur.execute(
+                    "CREATE PROCEDURE probe_append(p_head VARCHAR(128), p_depth INT, p_n INT,"
+                    " p_now BIGINT, p_pk BIGINT, p_seen VARCHAR(128), p_seen_depth INT,"
+                    " p_id VARCHAR(128), p_role VARCHAR(64), p_created BIGINT,"
+                    " p_data LONGTEXT, p_text LONGTEXT) MODIFIES SQL DATA BEGIN "
+                    "START TRANSACTION; "
+                    "UPDATE sessions FORCE INDEX (PRIMARY) SET head_id = p_head,"
+                    " head_depth = p_depth, message_count = message_count + p_n, updated_us = p_now"
+                    " WHERE pk = p_pk AND head_id <=> p_seen AND head_depth = p_seen_depth"
+                    " AND ttl_us IS NULL; "
+                    "IF ROW_COUNT() > 0 THEN INSERT INTO messages (session_pk, id, parent_id,"
+                    " depth, role, created_us, data, text) VALUES (p_pk, p_id, p_seen, p_depth,"
+                    " p_role, p_created, p_data, p_text); END IF; "
+                    "COMMIT; END"
+                )
             if name == "proc":
                 cur.execute(
                     "CREATE PROCEDURE probe_append(p_head VARCHAR(128), p_depth INT, p_n INT,"
@@ -226,7 +244,7 @@ class Variant:
             seen = (self.pk, self.head, self.depth)
             params = self.dialect.append_after_params(seen, [row], now)
             sql = self.dialect.append_after_sql(1)
-            if self.name in ("proc", "proc2", "rowcount"):
+            if self.name in ("proc", "proc2", "rowcount", "rowcountpk"):
                 cur.execute(
                     "CALL probe_append(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     (msg_id, self.depth + 1, 1, now, self.pk, self.head, self.depth,

@@ -279,12 +279,19 @@ _ROUTINE_ID = f"VARCHAR(128) {_TEXT}"
 _ROUTINE_HEAD = """MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
 START TRANSACTION;"""
-_V5: tuple[str, ...] = (
-    "DROP PROCEDURE IF EXISTS sessionary_append_after",
-    f"""CREATE PROCEDURE sessionary_append_after(p_id {_ROUTINE_ID}, p_depth INT,
+_AFTER_PARAMETERS = f"""(p_id {_ROUTINE_ID}, p_depth INT,
     p_now BIGINT, p_pk BIGINT, p_seen {_ROUTINE_ID}, p_seen_depth INT,
     p_role VARCHAR(64) {_TEXT}, p_created BIGINT, p_data LONGTEXT {_TEXT},
-    p_text LONGTEXT {_TEXT}) {_ROUTINE_HEAD}
+    p_text LONGTEXT {_TEXT})"""
+"""The parameters of the procedures that append after the head a store saw."""
+_LOCKED_PARAMETERS = f"""(p_any BOOLEAN, p_expected {_ROUTINE_ID},
+    p_tenant {_ROUTINE_ID}, p_user {_ROUTINE_ID}, p_session {_ROUTINE_ID}, p_id {_ROUTINE_ID},
+    p_role VARCHAR(64) {_TEXT}, p_created BIGINT, p_data LONGTEXT {_TEXT},
+    p_text LONGTEXT {_TEXT}, p_now BIGINT)"""
+"""The parameters of the procedures that lock the session's row, check it and append."""
+_V5: tuple[str, ...] = (
+    "DROP PROCEDURE IF EXISTS sessionary_append_after",
+    f"""CREATE PROCEDURE sessionary_append_after{_AFTER_PARAMETERS} {_ROUTINE_HEAD}
 UPDATE sessions SET head_id = p_id, head_depth = p_depth, message_count = message_count + 1,
     updated_us = p_now WHERE pk = p_pk AND head_id <=> p_seen AND head_depth = p_seen_depth
     AND ttl_us IS NULL;
@@ -294,10 +301,7 @@ INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, 
 COMMIT;
 END""",
     "DROP PROCEDURE IF EXISTS sessionary_append",
-    f"""CREATE PROCEDURE sessionary_append(p_any BOOLEAN, p_expected {_ROUTINE_ID},
-    p_tenant {_ROUTINE_ID}, p_user {_ROUTINE_ID}, p_session {_ROUTINE_ID}, p_id {_ROUTINE_ID},
-    p_role VARCHAR(64) {_TEXT}, p_created BIGINT, p_data LONGTEXT {_TEXT},
-    p_text LONGTEXT {_TEXT}, p_now BIGINT) {_ROUTINE_HEAD}
+    f"""CREATE PROCEDURE sessionary_append{_LOCKED_PARAMETERS} {_ROUTINE_HEAD}
 SET @sx_pk = NULL, @sx_head = NULL, @sx_depth = NULL, @sx_ok = NULL;
 SELECT pk, head_id, head_depth, p_any OR head_id <=> p_expected
     INTO @sx_pk, @sx_head, @sx_depth, @sx_ok
@@ -314,10 +318,7 @@ END""",
 )
 _V6: tuple[str, ...] = (
     "DROP PROCEDURE IF EXISTS sessionary_append_after_seen",
-    f"""CREATE PROCEDURE sessionary_append_after_seen(p_id {_ROUTINE_ID}, p_depth INT,
-    p_now BIGINT, p_pk BIGINT, p_seen {_ROUTINE_ID}, p_seen_depth INT,
-    p_role VARCHAR(64) {_TEXT}, p_created BIGINT, p_data LONGTEXT {_TEXT},
-    p_text LONGTEXT {_TEXT}) {_ROUTINE_HEAD}
+    f"""CREATE PROCEDURE sessionary_append_after_seen{_AFTER_PARAMETERS} {_ROUTINE_HEAD}
 UPDATE sessions FORCE INDEX (PRIMARY) SET head_id = p_id, head_depth = p_depth,
     message_count = message_count + 1, updated_us = p_now
     WHERE pk = p_pk AND head_id <=> p_seen AND head_depth = p_seen_depth AND ttl_us IS NULL;
@@ -328,10 +329,8 @@ END IF;
 COMMIT;
 END""",
     "DROP PROCEDURE IF EXISTS sessionary_append_locked",
-    f"""CREATE PROCEDURE sessionary_append_locked(p_any BOOLEAN, p_expected {_ROUTINE_ID},
-    p_tenant {_ROUTINE_ID}, p_user {_ROUTINE_ID}, p_session {_ROUTINE_ID}, p_id {_ROUTINE_ID},
-    p_role VARCHAR(64) {_TEXT}, p_created BIGINT, p_data LONGTEXT {_TEXT},
-    p_text LONGTEXT {_TEXT}, p_now BIGINT) MODIFIES SQL DATA SQL SECURITY INVOKER
+    f"""CREATE PROCEDURE sessionary_append_locked{_LOCKED_PARAMETERS}
+MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
 DECLARE v_pk BIGINT DEFAULT NULL;
 DECLARE v_head {_ROUTINE_ID} DEFAULT NULL;

@@ -9,7 +9,11 @@ turned off on those writers' drivers), so the two compare in the same run.
 Runs the MariaDB append cells of `bench/servers.py` (sessionary's sync API and raw PyMySQL,
 1 writer, 8 writers on distinct sessions, 8 on one shared session), interleaved, and
 prints per cell the rate, its share of raw's, the client's CPU per append (this
-process), the server's CPU per append and the server's row-lock waits per append.
+process), the server's CPU per append and the server's row-lock waits per append; then
+how much of the client's CPU was the kernel's, and the process's context switches per
+append (voluntary: a thread blocked, on the socket or the GIL; involuntary: preempted).
+Every writer appends once before the first block, so that no block counts a store's
+start (its connections, the schema check) as the cost of its appends.
 
 The server's CPU is that of the threads serving the run's own connections (MariaDB's
 `information_schema.PROCESSLIST.TID`, read from `/proc/<mariadbd>/task/<tid>/schedstat`),
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import os
 import random
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -95,13 +100,22 @@ def probe(seconds: float, rounds: int, shapes: list[str], scripts: bool = False)
         if scripts:
             cells += _script_cells(backend, shapes)
         server: dict[int, float] = {id(cell): 0.0 for cell in cells}
+        kernel: dict[int, list[float]] = {id(cell): [0.0, 0.0, 0.0] for cell in cells}
         waits: dict[int, int] = {id(cell): 0 for cell in cells}
         order = random.Random("mysql-cpu")
+        for cell in cells:  # each store starts (connects, checks the schema) untimed
+            for writer in cell.handles:
+                writer.append()
         for _ in range(rounds):
             for cell in order.sample(cells, len(cells)):
                 before: dict[str, Any] = backend.counters()
                 cpu0 = _thread_cpu(pid) if pid else {}
+                use0 = resource.getrusage(resource.RUSAGE_SELF)
                 run_block(cell, seconds)
+                use1 = resource.getrusage(resource.RUSAGE_SELF)
+                kernel[id(cell)][0] += use1.ru_stime - use0.ru_stime
+                kernel[id(cell)][1] += use1.ru_nvcsw - use0.ru_nvcsw
+                kernel[id(cell)][2] += use1.ru_nivcsw - use0.ru_nivcsw
                 if pid:
                     cpu1 = _thread_cpu(pid)
                     tids = _connection_threads(backend.tag)
@@ -112,6 +126,7 @@ def probe(seconds: float, rounds: int, shapes: list[str], scripts: bool = False)
             raw = next(c for c in cells if c.is_raw and c.mode == mode)
             for cell in (c for c in cells if c.mode == mode):
                 _report(cell, raw, server[id(cell)] if pid else None, waits[id(cell)])
+                _report_kernel(cell, kernel[id(cell)])
     finally:
         backend.close_all()
         backend.teardown()
@@ -125,6 +140,16 @@ def _report(cell: Cell, raw: Cell, server: float | None, waits: int) -> None:
         f"{cell.mode:9} {cell.label:18} {rate:8,.0f}/s {100 * rate / base:4.0f}%  "
         f"client {1e6 * sum(cell.cpus) / count:4.0f} us  server {served} us  "
         f"lock waits {waits / count:.2f} per append  {cell.error}"
+    )
+
+
+def _report_kernel(cell: Cell, kernel: list[float]) -> None:
+    """Of the client's CPU, the kernel's share, and the context switches, per append."""
+    count = sum(cell.counts) or 1
+    system, voluntary, involuntary = (value / count for value in kernel)
+    print(
+        f"{'':9} {'':18} of which system {1e6 * system:4.0f} us, context switches "
+        f"{voluntary:.1f} voluntary, {involuntary:.1f} involuntary per append"
     )
 
 

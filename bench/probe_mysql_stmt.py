@@ -18,13 +18,16 @@ is that of the connection's own thread (`information_schema.PROCESSLIST.TID`, re
 - `proc2`: `proc` with the INSERT as `IF ... THEN INSERT ... VALUES` after a read of the
   head (a simple insert, which takes no table-level AUTO-INC lock), instead of
   `INSERT ... SELECT`.
+- `rowcount`: `proc` guarding a plain `INSERT ... VALUES` on the UPDATE's `ROW_COUNT()`,
+  as migration 6's `sessionary_append_after_seen` does.
+- `rowcountpk`: `rowcount` with its UPDATE hinted to the primary key (`FORCE INDEX`).
 - `insert`, `update`: the script's INSERT (as `VALUES`), or its UPDATE, alone in a
   transaction of three round trips (START TRANSACTION, the statement, COMMIT).
 - `rawtext`: `raw` with the search tokens appended to the body (as wide as our rows).
 
 Prints per variant the server's CPU per append (all blocks; the median and least of the
 blocks, since a loaded machine only inflates it), the client's (this process), and the
-Handler_* counters per append. `proc` does what the migrations' `sessionary_append_after`
+Handler_* counters per append. `proc` does what migration 5's `sessionary_append_after`
 does, in a procedure of the probe's own.
 """
 
@@ -61,6 +64,8 @@ VARIANTS = (
     "update",
     "rawtext",
     "proc2",
+    "rowcount",
+    "rowcountpk",
 )
 
 
@@ -85,6 +90,37 @@ def _handlers(conn: Any) -> dict[str, int]:
     with conn.cursor() as cur:
         cur.execute("SHOW SESSION STATUS WHERE Variable_name LIKE 'Handler%%'")
         return {str(k): int(v) for k, v in cur.fetchall()}
+
+
+_INSERT = "INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)"
+_PROCEDURES = {
+    "proc": f"{_INSERT} SELECT p_pk, p_id, p_seen, p_depth, p_role, p_created, p_data, p_text"
+    " FROM sessions WHERE pk = p_pk AND head_id = p_id",
+    "proc2": "SELECT head_id = p_id INTO v_ok FROM sessions WHERE pk = p_pk; IF v_ok THEN"
+    f" {_INSERT} VALUES (p_pk, p_id, p_seen, p_depth, p_role, p_created, p_data, p_text);"
+    " END IF",
+    "rowcount": f"IF ROW_COUNT() > 0 THEN {_INSERT} VALUES (p_pk, p_id, p_seen, p_depth,"
+    " p_role, p_created, p_data, p_text); END IF",
+}
+"""Per procedure variant, what follows the head's UPDATE (see `_procedure`)."""
+_PROCEDURES["rowcountpk"] = _PROCEDURES["rowcount"]
+
+
+def _procedure(name: str) -> str:
+    """The probe's own procedure for a variant: the head's UPDATE, then the variant's insert."""
+    hint = " FORCE INDEX (PRIMARY)" if name == "rowcountpk" else ""
+    return (
+        "CREATE PROCEDURE probe_append(p_head VARCHAR(128), p_depth INT, p_n INT,"
+        " p_now BIGINT, p_pk BIGINT, p_seen VARCHAR(128), p_seen_depth INT,"
+        " p_id VARCHAR(128), p_role VARCHAR(64), p_created BIGINT,"
+        " p_data LONGTEXT, p_text LONGTEXT) MODIFIES SQL DATA BEGIN "
+        "DECLARE v_ok BOOLEAN DEFAULT FALSE; "
+        "START TRANSACTION; "
+        f"UPDATE sessions{hint} SET head_id = p_head, head_depth = p_depth,"
+        " message_count = message_count + p_n, updated_us = p_now"
+        " WHERE pk = p_pk AND head_id <=> p_seen AND head_depth = p_seen_depth"
+        f" AND ttl_us IS NULL; {_PROCEDURES[name]}; COMMIT; END"
+    )
 
 
 class Variant:
@@ -134,40 +170,8 @@ class Variant:
                 cur.execute("ALTER TABLE sessions DROP INDEX sessions_activity")
             cur.execute("SELECT pk FROM sessions WHERE id = %s", (self.session_id,))
             self.pk = int(cur.fetchone()[0])
-            if name == "proc2":
-                cur.execute(
-                    "CREATE PROCEDURE probe_append(p_head VARCHAR(128), p_depth INT, p_n INT,"
-                    " p_now BIGINT, p_pk BIGINT, p_seen VARCHAR(128), p_seen_depth INT,"
-                    " p_id VARCHAR(128), p_role VARCHAR(64), p_created BIGINT,"
-                    " p_data LONGTEXT, p_text LONGTEXT) MODIFIES SQL DATA BEGIN "
-                    "DECLARE v_ok BOOLEAN DEFAULT FALSE; "
-                    "START TRANSACTION; "
-                    "UPDATE sessions SET head_id = p_head, head_depth = p_depth,"
-                    " message_count = message_count + p_n, updated_us = p_now"
-                    " WHERE pk = p_pk AND head_id <=> p_seen AND head_depth = p_seen_depth"
-                    " AND ttl_us IS NULL; "
-                    "SELECT head_id = p_id INTO v_ok FROM sessions WHERE pk = p_pk; "
-                    "IF v_ok THEN INSERT INTO messages (session_pk, id, parent_id, depth, role,"
-                    " created_us, data, text) VALUES (p_pk, p_id, p_seen, p_depth, p_role,"
-                    " p_created, p_data, p_text); END IF; "
-                    "COMMIT; END"
-                )
-            if name == "proc":
-                cur.execute(
-                    "CREATE PROCEDURE probe_append(p_head VARCHAR(128), p_depth INT, p_n INT,"
-                    " p_now BIGINT, p_pk BIGINT, p_seen VARCHAR(128), p_seen_depth INT,"
-                    " p_id VARCHAR(128), p_role VARCHAR(64), p_created BIGINT,"
-                    " p_data LONGTEXT, p_text LONGTEXT) MODIFIES SQL DATA BEGIN "
-                    "START TRANSACTION; "
-                    "UPDATE sessions SET head_id = p_head, head_depth = p_depth,"
-                    " message_count = message_count + p_n, updated_us = p_now"
-                    " WHERE pk = p_pk AND head_id <=> p_seen AND head_depth = p_seen_depth"
-                    " AND ttl_us IS NULL; "
-                    "INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us,"
-                    " data, text) SELECT p_pk, p_id, p_seen, p_depth, p_role, p_created, p_data,"
-                    " p_text FROM sessions WHERE pk = p_pk AND head_id = p_id; "
-                    "COMMIT; END"
-                )
+            if name in _PROCEDURES:
+                cur.execute(_procedure(name))
         self.head: str | None = None
         self.depth = -1
         self.turns = iter(())
@@ -207,7 +211,7 @@ class Variant:
             seen = (self.pk, self.head, self.depth)
             params = self.dialect.append_after_params(seen, [row], now)
             sql = self.dialect.append_after_sql(1)
-            if self.name in ("proc", "proc2"):
+            if self.name in _PROCEDURES:
                 cur.execute(
                     "CALL probe_append(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     (msg_id, self.depth + 1, 1, now, self.pk, self.head, self.depth,

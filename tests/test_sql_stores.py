@@ -363,7 +363,7 @@ def test_mysql_appends_take_one_request_each(
         requests.clear()
         answers[0] = 0
         ours.append(Message.user("locks at once"))
-        locked = "CALL sessionary_append(" if mariadb else "FOR UPDATE"
+        locked = "CALL sessionary_append_locked(" if mariadb else "FOR UPDATE"
         assert len(requests) == 1 and locked in requests[0]
         assert answers[0] == (2 if mariadb else 7)  # the head it found, and the end
         ours.append(Message.user("finds its own head"))  # locking still, and so learns
@@ -373,7 +373,7 @@ def test_mysql_appends_take_one_request_each(
         assert len(requests) == 1 and "FOR UPDATE" not in requests[0]
         assert answers[0] == (1 if mariadb else 4)
         if mariadb:
-            assert requests[0].startswith("CALL sessionary_append_after(")
+            assert requests[0].startswith("CALL sessionary_append_after_seen(")
         requests.clear()
         answers[0] = 0
         ours.append_all([Message.user("two after"), Message.user("its own head")])
@@ -392,7 +392,10 @@ def test_mysql_a_version_4_schema_gets_the_append_procedures(mysql_url: str) -> 
     # Version 4 had no stored procedures, and its stores run the scripts. Upgraded, a
     # store CALLs them for one-message appends (on MariaDB), and eight writers on one
     # session lose, repeat and fork nothing.
-    routines = "SELECT count(*) FROM information_schema.routines WHERE routine_schema = DATABASE()"
+    routines = (
+        "SELECT count(*) FROM information_schema.routines WHERE routine_schema = DATABASE() "
+        f"AND routine_name IN {_mysql_sql.ROUTINE_NAMES}"
+    )
     with sessionary.SessionManager(mysql_url) as old:
         store: Any = old.store
         store._dialect.migrations = store._dialect.migrations[:4]  # this instance only

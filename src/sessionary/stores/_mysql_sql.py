@@ -46,18 +46,28 @@ see `stores.mysql`): one answer instead of one per statement, and no result writ
 while the script runs. Every other write is a transaction of single statements whose
 COMMIT is sent alone.
 
-Stored procedures (migration 5): an append of one message, the usual case, is also a
-procedure of the same statements and guards, `sessionary_append_after` and
-`sessionary_append`, which the MariaDB driver CALLs instead of sending the script
+Stored procedures (migrations 5 and 6): an append of one message, the usual case, is
+also a procedure of the same statements and guards, `sessionary_append_after_seen` and
+`sessionary_append_locked`, which the MariaDB driver CALLs instead of sending the script
 (`routine_call`). The server parses a compound statement at every call but a procedure
 once per connection, and keeps it; the CALL also carries fewer parameters. That took
-7-12 % off the server's CPU per append (bench/probe_mysql_stmt.py). A procedure
-runs to its end with its client gone as a script does, writes no result before its
-COMMIT, and its guards read its own variables, never `ROW_COUNT()`. They run with the
-caller's rights (`SQL SECURITY INVOKER`) and need the CREATE ROUTINE privilege when the
-schema is created or upgraded; a user who may not see them (no EXECUTE) runs the
-scripts. Their parameters are declared `utf8mb4_bin`, the columns' collation: one of
-the database's default collation could not be compared with them.
+7-12 % off the server's CPU per append (bench/probe_mysql_stmt.py). A procedure runs to
+its end with its client gone as a script does, and writes no result before its COMMIT:
+so, unlike a script's, its guards may read `ROW_COUNT()`, which nothing but its own
+statements sets. `sessionary_append_after_seen` inserts the message with `VALUES` only if
+its UPDATE moved the head (migration 5's `INSERT ... SELECT` re-read the session's row to
+know: a join planned at every call, about a sixth of the server's CPU of an append). Both
+UPDATE the session's row by its primary key alone (`FORCE INDEX`; else the range
+optimizer weighs `sessions_ttl` for `ttl_us IS NULL` at every call, another tenth).
+`sessionary_append_locked` keeps what it locked in local variables and answers in one
+packed column (`routine_rows`) instead of four, each of which PyMySQL parses a
+definition of. Migration 5's `sessionary_append_after` and `sessionary_append` stay, for
+clients of that release still running against an upgraded schema. The procedures run
+with the caller's rights (`SQL SECURITY INVOKER`) and need the CREATE ROUTINE privilege
+when the schema is created or upgraded; a user who may not see them (no EXECUTE) runs
+the scripts, as does a store whose CALL the server refuses (`stores.mysql._refused`).
+Their parameters are declared `utf8mb4_bin`, the columns' collation: one of the
+database's default collation could not be compared with them.
 
 Documents are searched the same way: `documents.search` holds the tokens of a document's
 latest text, `documents.text` the text itself for the check and the snippet. A key is
@@ -83,7 +93,14 @@ from sessionary.stores._sql_common import (
 )
 from sessionary.stores._textmatch import fold, pool_size
 
-__all__ = ["PHRASE_WORDS", "ROUTINE_NAMES", "MySQLDialect", "routine_call", "to_boolean_mode"]
+__all__ = [
+    "PHRASE_WORDS",
+    "ROUTINE_NAMES",
+    "MySQLDialect",
+    "routine_call",
+    "routine_rows",
+    "to_boolean_mode",
+]
 
 PHRASE_WORDS = 128
 """The most words InnoDB searches as one phrase (`MAX_PROXIMITY_ITEM` in its source)."""
@@ -262,12 +279,19 @@ _ROUTINE_ID = f"VARCHAR(128) {_TEXT}"
 _ROUTINE_HEAD = """MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
 START TRANSACTION;"""
-_V5: tuple[str, ...] = (
-    "DROP PROCEDURE IF EXISTS sessionary_append_after",
-    f"""CREATE PROCEDURE sessionary_append_after(p_id {_ROUTINE_ID}, p_depth INT,
+_AFTER_PARAMETERS = f"""(p_id {_ROUTINE_ID}, p_depth INT,
     p_now BIGINT, p_pk BIGINT, p_seen {_ROUTINE_ID}, p_seen_depth INT,
     p_role VARCHAR(64) {_TEXT}, p_created BIGINT, p_data LONGTEXT {_TEXT},
-    p_text LONGTEXT {_TEXT}) {_ROUTINE_HEAD}
+    p_text LONGTEXT {_TEXT})"""
+"""The parameters of the procedures that append after the head a store saw."""
+_LOCKED_PARAMETERS = f"""(p_any BOOLEAN, p_expected {_ROUTINE_ID},
+    p_tenant {_ROUTINE_ID}, p_user {_ROUTINE_ID}, p_session {_ROUTINE_ID}, p_id {_ROUTINE_ID},
+    p_role VARCHAR(64) {_TEXT}, p_created BIGINT, p_data LONGTEXT {_TEXT},
+    p_text LONGTEXT {_TEXT}, p_now BIGINT)"""
+"""The parameters of the procedures that lock the session's row, check it and append."""
+_V5: tuple[str, ...] = (
+    "DROP PROCEDURE IF EXISTS sessionary_append_after",
+    f"""CREATE PROCEDURE sessionary_append_after{_AFTER_PARAMETERS} {_ROUTINE_HEAD}
 UPDATE sessions SET head_id = p_id, head_depth = p_depth, message_count = message_count + 1,
     updated_us = p_now WHERE pk = p_pk AND head_id <=> p_seen AND head_depth = p_seen_depth
     AND ttl_us IS NULL;
@@ -277,10 +301,7 @@ INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, 
 COMMIT;
 END""",
     "DROP PROCEDURE IF EXISTS sessionary_append",
-    f"""CREATE PROCEDURE sessionary_append(p_any BOOLEAN, p_expected {_ROUTINE_ID},
-    p_tenant {_ROUTINE_ID}, p_user {_ROUTINE_ID}, p_session {_ROUTINE_ID}, p_id {_ROUTINE_ID},
-    p_role VARCHAR(64) {_TEXT}, p_created BIGINT, p_data LONGTEXT {_TEXT},
-    p_text LONGTEXT {_TEXT}, p_now BIGINT) {_ROUTINE_HEAD}
+    f"""CREATE PROCEDURE sessionary_append{_LOCKED_PARAMETERS} {_ROUTINE_HEAD}
 SET @sx_pk = NULL, @sx_head = NULL, @sx_depth = NULL, @sx_ok = NULL;
 SELECT pk, head_id, head_depth, p_any OR head_id <=> p_expected
     INTO @sx_pk, @sx_head, @sx_depth, @sx_ok
@@ -295,8 +316,45 @@ COMMIT;
 SELECT @sx_head, @sx_ok, @sx_pk, @sx_depth FROM DUAL WHERE @sx_pk IS NOT NULL;
 END""",
 )
-ROUTINE_NAMES = ("sessionary_append_after", "sessionary_append")
-"""The stored procedures of migration 5 (see `routine_call`)."""
+_V6: tuple[str, ...] = (
+    "DROP PROCEDURE IF EXISTS sessionary_append_after_seen",
+    f"""CREATE PROCEDURE sessionary_append_after_seen{_AFTER_PARAMETERS} {_ROUTINE_HEAD}
+UPDATE sessions FORCE INDEX (PRIMARY) SET head_id = p_id, head_depth = p_depth,
+    message_count = message_count + 1, updated_us = p_now
+    WHERE pk = p_pk AND head_id <=> p_seen AND head_depth = p_seen_depth AND ttl_us IS NULL;
+IF ROW_COUNT() > 0 THEN
+    INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
+        VALUES (p_pk, p_id, p_seen, p_depth, p_role, p_created, p_data, p_text);
+END IF;
+COMMIT;
+END""",
+    "DROP PROCEDURE IF EXISTS sessionary_append_locked",
+    f"""CREATE PROCEDURE sessionary_append_locked{_LOCKED_PARAMETERS}
+MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+DECLARE v_pk BIGINT DEFAULT NULL;
+DECLARE v_head {_ROUTINE_ID} DEFAULT NULL;
+DECLARE v_depth INT DEFAULT NULL;
+DECLARE v_ok BOOLEAN DEFAULT FALSE;
+START TRANSACTION;
+SELECT pk, head_id, head_depth, p_any OR head_id <=> p_expected
+    INTO v_pk, v_head, v_depth, v_ok
+    FROM sessions WHERE tenant = p_tenant AND user_id = p_user AND id = p_session
+    AND ttl_us IS NULL FOR UPDATE;
+IF v_ok THEN
+    INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
+        VALUES (v_pk, p_id, v_head, v_depth + 1, p_role, p_created, p_data, p_text);
+    UPDATE sessions FORCE INDEX (PRIMARY) SET head_id = p_id, head_depth = v_depth + 1,
+        message_count = message_count + 1, updated_us = p_now WHERE pk = v_pk;
+END IF;
+COMMIT;
+IF v_pk IS NOT NULL THEN
+    SELECT concat_ws(' ', v_ok, v_pk, v_depth, v_head);
+END IF;
+END""",
+)
+ROUTINE_NAMES = ("sessionary_append_after_seen", "sessionary_append_locked")
+"""The stored procedures one-message appends CALL (migration 6, see `routine_call`)."""
 _HEAD_AND_DOCUMENT = f"""
 SELECT concat_ws(%s,
     concat_ws(' ', m.id, m.role, m.created_us, coalesce(m.parent_id, ''), m.data),
@@ -339,6 +397,7 @@ class MySQLDialect(Dialect):
         (3, "message search in a table of its own, caught up in batches", _V3),
         (4, "a TTL per session (retention), sliding or fixed", _V4),
         (5, "appends of one message as stored procedures, parsed once per connection", _V5),
+        (6, "append procedures guarded by the head's UPDATE, answering in one column", _V6),
     )
     appends_alone = True
 
@@ -563,22 +622,22 @@ COMMIT"""
 
 _ROUTINES: dict[str, tuple[str, tuple[int, ...]]] = {
     MySQLDialect().append_after_sql(1): (
-        "CALL sessionary_append_after(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        "sessionary_append_after_seen",
         (0, 1, 3, 4, 5, 6, 11, 12, 13, 14),
     ),
     MySQLDialect().append_sql(1): (
-        "CALL sessionary_append(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        "sessionary_append_locked",
         (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11),
     ),
 }
-"""Per one-message append script, its procedure's CALL and the script's parameters the
+"""Per one-message append script, its procedure's name and the script's parameters the
 procedure takes, by position (see `routine_call`)."""
 
 
 def routine_call(sql: str, params: Sequence[Any]) -> tuple[str, list[Any]] | None:
-    """The CALL of the stored procedure that does what a one-message append script does.
+    """The stored procedure that does what a one-message append script does, and its values.
 
-    The procedures (migration 5) hold the scripts' statements, with the same guards: the
+    The procedures (migration 6) hold the scripts' statements, with the same guards: the
     server parses a procedure once per connection and keeps it, where a script is
     parsed at every call, and the CALL carries fewer parameters. None for any other
     statement, which runs as it is.
@@ -586,8 +645,24 @@ def routine_call(sql: str, params: Sequence[Any]) -> tuple[str, list[Any]] | Non
     found = _ROUTINES.get(sql)
     if found is None:
         return None
-    call, picked = found
-    return call, [params[i] for i in picked]
+    name, picked = found
+    return name, [params[i] for i in picked]
+
+
+def routine_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """The rows `append_sql` ends with, from `sessionary_append_locked`'s one column.
+
+    The procedure packs its answer (whether it appended, the session's pk, and the
+    head's depth and id as it found them) into one text column, since PyMySQL parses
+    every column's definition in Python, most of a client's time of reading the
+    answer. The head is the rest of the text after the third space; a session without
+    messages has none (NULL, which `concat_ws` leaves out).
+    """
+    out = []
+    for (packed,) in rows:
+        ok, pk, depth, *head = packed.split(" ", 3)
+        out.append((head[0] if head else None, int(ok), int(pk), int(depth)))
+    return out
 
 
 def to_boolean_mode(query: Query) -> str:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -57,7 +56,7 @@ from sessionary.errors import (
     StoreError,
     StoreUnavailable,
 )
-from sessionary.stores._mysql_sql import ROUTINE_NAMES, routine_call
+from sessionary.stores._mysql_sql import ROUTINE_NAMES, routine_call, routine_rows
 from sessionary.stores._sql_common import redact
 from sessionary.stores._waits import GRACE, deadline
 from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
@@ -216,15 +215,38 @@ def _calls_routines(version: str, visible: int) -> bool:
     On MariaDB only, where a CALL's answer counts the rows its statements changed, as
     the script's does (MySQL's counts the last statement's alone), and only if this
     user may see them: a user granted no more than SELECT, INSERT, UPDATE and DELETE
-    (a schema applied by hand, `migrate=false`) runs the scripts.
+    (a schema applied by hand, `migrate=false`) runs the scripts. So does a store whose
+    CALL the server refused later (`_refused`).
     """
     return "mariadb" in version.lower() and visible == len(ROUTINE_NAMES)
 
 
-def _statement(sql: str, params: Sequence[Any], version: str, routines: bool) -> tuple[str, Any]:
-    """What `run_alone` sends for a script: its procedure's CALL, or the script itself."""
-    call = routine_call(sql, params) if routines else None
-    return call if call is not None else (_one_statement(sql, version), params)
+def _call(conn: Any, sql: str, params: Sequence[Any]) -> str | None:
+    """The CALL of a script's stored procedure (`routine_call`), its values written in.
+
+    Written here as `_literal` writes them, not by the driver's `mogrify`: its escaping
+    of every value costs a one-message append about a third of the driver's time of it.
+    None: the script has no procedure.
+    """
+    found = routine_call(sql, params)
+    if found is None:
+        return None
+    name, values = found
+    return f"CALL {name}({', '.join([_literal(conn, v) for v in values])})"
+
+
+_REFUSED = {1305, 1318, 1370}
+"""The server has no such procedure, not with these parameters, or will not let this
+user run it: it refused the CALL before running anything (see `_refused`)."""
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a CALL failed because the server would not run the procedure at all.
+
+    Then nothing ran (a procedure dropped, or its EXECUTE revoked, after the store
+    started): the driver sends the script instead, from then on.
+    """
+    return isinstance(exc, pymysql.err.Error) and bool(exc.args) and exc.args[0] in _REFUSED
 
 
 _PREPARED_MAX = 32
@@ -291,22 +313,32 @@ def _statements(conn: Any) -> dict[str, str]:
     return found
 
 
-_PLAIN_TEXT = re.compile(r"[^\x00\n\r\x1a\\'\"]*")
-"""Text the driver's escaping leaves as it is: none of NUL, line ends, ^Z, backslash, quotes."""
+_NO_BACKSLASH_ESCAPES = pymysql.constants.SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES
+"""The server's `sql_mode` has NO_BACKSLASH_ESCAPES: a quote is escaped by doubling it."""
 
 
 def _literal(conn: Any, value: Any) -> str:
     """A value as the driver escapes it into a query (bytes as a hex literal).
 
-    Integers and text with nothing to escape (ids, names) are written here directly: the
-    driver's escaping costs microseconds per value, as much as the rest of a read's
-    Python around the query.
+    Integers and text are written here directly: the driver escapes text one character
+    at a time (`str.translate` over a table), a dozen microseconds for a message's body,
+    where a `str.replace` per character to escape scans it in C. The same characters
+    get the same escapes (NUL, line ends, ^Z, backslash first, quotes).
     """
     kind = type(value)
     if kind is int:
         return str(value)
-    if kind is str and _PLAIN_TEXT.fullmatch(value):
-        return f"'{value}'"
+    if kind is str and not conn.server_status & _NO_BACKSLASH_ESCAPES:
+        escaped = (
+            value.replace("\\", "\\\\")
+            .replace("\0", "\\0")
+            .replace("\n", "\\n")
+            .replace("\r", "\\r")
+            .replace("\x1a", "\\Z")
+            .replace("'", "\\'")
+            .replace('"', '\\"')
+        )
+        return f"'{escaped}'"
     if kind is bytes or kind is bytearray:
         return f"X'{value.hex()}'"
     return str(conn.escape(value))
@@ -327,6 +359,32 @@ def _size_bound(sql: str, args: Sequence[Any]) -> int:
     """At least a statement's bytes: a character takes at most 4, escaped or in UTF-8."""
     chars = len(sql) + sum([len(a) for a in args if isinstance(a, _TEXTS)])
     return 1 + 4 * chars + 32 * len(args)
+
+
+def _results(cursor: Any) -> tuple[list[Row], int]:
+    """A request's last result's rows, and the rows all its statements changed, in total."""
+    rows: list[Row] = []
+    changed = 0
+    while True:
+        if cursor.description is None:
+            changed += cursor.rowcount
+        else:
+            rows = list(cursor.fetchall())
+        if not cursor.nextset():
+            return rows, changed
+
+
+async def _async_results(cursor: Any) -> tuple[list[Row], int]:
+    """`_results` on aiomysql's cursor."""
+    rows: list[Row] = []
+    changed = 0
+    while True:
+        if cursor.description is None:
+            changed += cursor.rowcount
+        else:
+            rows = list(await cursor.fetchall())
+        if not await cursor.nextset():
+            return rows, changed
 
 
 class _Cursor(aiomysql.Cursor):  # type: ignore[misc]
@@ -482,6 +540,16 @@ class AsyncMySQLDriver:
             async with self._connection() as conn, deadline(self._timeout + GRACE):
                 try:
                     async with conn.cursor(_Cursor) as cursor:
+                        call = _call(conn, sql, params) if self._routines else None
+                        if call is not None:
+                            try:
+                                await cursor.execute(*_fitting(cursor, call, (), self._packet))
+                                rows, changed = await _async_results(cursor)
+                                return routine_rows(rows), changed
+                            except pymysql.err.Error as exc:
+                                if not _refused(exc):
+                                    raise
+                                self._routines = False
                         prepared = _prepared_name(conn, sql, params, self._version, self._packet)
                         if prepared is not None and prepared[1]:
                             try:
@@ -490,19 +558,11 @@ class AsyncMySQLDriver:
                             except pymysql.err.Error as exc:
                                 prepared = _not_prepared(conn, sql, exc)
                         if prepared is None:
-                            script, args = _statement(sql, params, self._version, self._routines)
-                            await cursor.execute(*_fitting(cursor, script, args, self._packet))
+                            script = _one_statement(sql, self._version)
+                            await cursor.execute(*_fitting(cursor, script, params, self._packet))
                         else:
                             await cursor.execute(_execute_sql(conn, prepared[0], params))
-                        rows: list[Row] = []
-                        changed = 0
-                        while True:
-                            if cursor.description is None:
-                                changed += cursor.rowcount
-                            else:
-                                rows = list(await cursor.fetchall())
-                            if not await cursor.nextset():
-                                return rows, changed
+                        return await _async_results(cursor)
                 except BaseException:
                     with contextlib.suppress(*_ERRORS):
                         await conn.rollback()
@@ -570,6 +630,30 @@ class _Transaction:
         return [self.fetchall(sql, params) for sql, params in statements]
 
 
+class _Connection(pymysql.connections.Connection):  # type: ignore[misc]
+    """PyMySQL's connection, its connections sharing one context for opportunistic TLS.
+
+    PyMySQL (1.1.2 and later), given no TLS options, tries TLS wherever the server offers
+    it, without verifying the server's certificate, and builds that mode's context anew
+    for every connection: `ssl.create_default_context()` loads the system's certificates
+    (which that mode never checks against), about 30 ms of CPU, as much as a hundred
+    appends. The context holds no connection's state, so one serves them all; a
+    connection given TLS options gets its own, as before.
+    """
+
+    def _create_ssl_ctx(self, sslp: Any) -> Any:
+        if sslp:
+            return super()._create_ssl_ctx(sslp)
+        if not _OPPORTUNISTIC_TLS:
+            _OPPORTUNISTIC_TLS.append(super()._create_ssl_ctx(sslp))
+        return _OPPORTUNISTIC_TLS[0]
+
+
+_OPPORTUNISTIC_TLS: list[Any] = []
+"""The context of `_Connection`'s opportunistic TLS, once built (two threads may each
+build one at first; either serves)."""
+
+
 def _connect(
     options: dict[str, Any], timeout: float | None, where: str
 ) -> pymysql.connections.Connection:
@@ -584,7 +668,7 @@ def _connect(
     """
     bound = options["connect_timeout"]
     try:
-        conn = pymysql.connect(**options, read_timeout=bound, write_timeout=bound)
+        conn = _Connection(**options, read_timeout=bound, write_timeout=bound)
     except Exception as exc:
         raise connect_error(where, exc) from exc
     conn._read_timeout = conn._write_timeout = timeout
@@ -702,6 +786,16 @@ class MySQLDriver:
             with self._pool.connection() as conn:
                 try:
                     with conn.cursor() as cursor:
+                        call = _call(conn, sql, params) if self._routines else None
+                        if call is not None:
+                            try:
+                                cursor.execute(*_fitting(cursor, call, (), self._packet))
+                                rows, changed = _results(cursor)
+                                return routine_rows(rows), changed
+                            except pymysql.err.Error as exc:
+                                if not _refused(exc):
+                                    raise
+                                self._routines = False
                         prepared = _prepared_name(conn, sql, params, self._version, self._packet)
                         if prepared is not None and prepared[1]:
                             try:
@@ -710,19 +804,11 @@ class MySQLDriver:
                             except pymysql.err.Error as exc:
                                 prepared = _not_prepared(conn, sql, exc)
                         if prepared is None:
-                            script, args = _statement(sql, params, self._version, self._routines)
-                            cursor.execute(*_fitting(cursor, script, args, self._packet))
+                            script = _one_statement(sql, self._version)
+                            cursor.execute(*_fitting(cursor, script, params, self._packet))
                         else:
                             cursor.execute(_execute_sql(conn, prepared[0], params))
-                        rows: list[Row] = []
-                        changed = 0
-                        while True:
-                            if cursor.description is None:
-                                changed += cursor.rowcount
-                            else:
-                                rows = list(cursor.fetchall())
-                            if not cursor.nextset():
-                                return rows, changed
+                        return _results(cursor)
                 except BaseException:
                     with contextlib.suppress(*_ERRORS):
                         conn.rollback()

@@ -7,9 +7,13 @@ For each backend, one writer of sessionary's sync API (`SessionManager(url).sess
 (`_RawSqlWriter`: a JSON body, one INSERT, COMMIT; for SQLite `bench.raw.RawSqlite`)
 append in blocks of single appends, interleaved over `rounds` rounds, one thread. Each
 block is timed twice over: its thread CPU per append as it runs, and in a second block
-with the driver's entry points wrapped (psycopg and its pool, PyMySQL; the SQLite engine's
-C calls cannot be wrapped), how much of that CPU was spent inside the driver. The rest
-is the library's own share (for raw: the benchmark's JSON body and id).
+with stages wrapped, where that CPU went. A stage's time is its own, less that of the
+stages called inside it: the driver (psycopg, its pool, PyMySQL; the SQLite engine's
+C calls cannot be wrapped) and, for sessionary, the stages of its append (building the
+message, checking and encoding it, its search text, its rows, the driver glue of
+`run_alone`, the psycopg answer watch, the search index's catch-up). The wrapped block's
+shares are scaled to the unwrapped block's CPU; what no stage holds is the calls
+between them (for raw: the benchmark's JSON body and id).
 
 With `profile`, one more block of each sessionary writer runs under cProfile and its own
 time is attributed: by module, and by function (the top ones). A C function's time goes
@@ -29,7 +33,6 @@ import pstats
 import random
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -46,59 +49,81 @@ from bench.srv_sql import MySQL, Postgres, SqlBackend
 _DRIVER_MODULES = ("psycopg", "psycopg_pool", "pymysql", "sqlite3", "socket", "selectors", "ssl")
 
 
-class _DriverClock:
-    """Thread CPU spent inside wrapped driver calls (outermost call only)."""
+class _Stages:
+    """Thread CPU by stage: each wrapped call's own time (less the wrapped calls inside it)."""
 
     def __init__(self) -> None:
-        self.spent = 0.0
-        self.calls = 0
-        self._depth = threading.local()
+        self.spent: dict[str, float] = defaultdict(float)
+        self._inner: list[float] = []
         self._undo: list[Callable[[], None]] = []
 
-    def wrap(self, owner: Any, name: str) -> None:
+    def wrap(self, owner: Any, name: str, label: str) -> None:
         original = getattr(owner, name)
+        inner = self._inner
 
         @functools.wraps(original)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            depth = getattr(self._depth, "n", 0)
-            if depth:
-                return original(*args, **kwargs)
-            self._depth.n = 1
             start = time.thread_time()
+            inner.append(0.0)
             try:
                 return original(*args, **kwargs)
             finally:
-                self.spent += time.thread_time() - start
-                self.calls += 1
-                self._depth.n = 0
+                spent = time.thread_time() - start
+                self.spent[label] += spent - inner.pop()
+                if inner:
+                    inner[-1] += spent
 
         setattr(owner, name, timed)
         self._undo.append(lambda: setattr(owner, name, original))
 
     @contextmanager
-    def installed(self, backend: str) -> Iterator[None]:
+    def installed(self, backend: str, writer: Writer) -> Iterator[None]:
+        """Wrap the driver's entry points, and for sessionary the stages of its append."""
+        self.spent.clear()
         if backend == "postgres":
             import psycopg
             import psycopg_pool
 
             for name in ("execute", "fetchall", "fetchone", "close"):
-                self.wrap(psycopg.Cursor, name)
-            for name in ("execute", "commit", "cursor", "pipeline", "transaction"):
-                self.wrap(psycopg.Connection, name)
+                self.wrap(psycopg.Cursor, name, "driver")
+            for name in ("execute", "commit", "cursor"):
+                self.wrap(psycopg.Connection, name, "driver")
             for name in ("getconn", "putconn"):
-                self.wrap(psycopg_pool.ConnectionPool, name)
+                self.wrap(psycopg_pool.ConnectionPool, name, "driver: pool")
         elif backend == "mysql":
             import pymysql
 
             for name in ("execute", "fetchall", "fetchone", "nextset", "close"):
-                self.wrap(pymysql.cursors.Cursor, name)
-            for name in ("commit", "rollback", "begin", "cursor", "ping", "escape", "literal"):
-                self.wrap(pymysql.connections.Connection, name)
+                self.wrap(pymysql.cursors.Cursor, name, "driver")
+            for name in ("commit", "rollback", "begin", "cursor"):
+                self.wrap(pymysql.connections.Connection, name, "driver")
+        if isinstance(writer, SessionaryWriter | _SqliteOurs):
+            self._ours(writer)
         try:
             yield
         finally:
             while self._undo:
                 self._undo.pop()()
+
+    def _ours(self, writer: SessionaryWriter | _SqliteOurs) -> None:
+        import sessionary._sync.stores.sql as sql_store
+        import sessionary.stores.sqlite as sqlite_store
+        from bench import srv_common
+        from sessionary.stores import _waits
+
+        store = writer.manager.store
+        resident = getattr(getattr(store, "_home", None), "resident", None)
+        self.wrap(srv_common, "message", "ours: Message.user/assistant (new id, time)")
+        for module in (sql_store, sqlite_store):
+            self.wrap(module, "prepare_messages", "ours: check + encode (prepare_messages)")
+        if resident is None:
+            return
+        self.wrap(sql_store, "plan_chain", "ours: rows (plan_chain)")
+        self.wrap(type(resident._dialect), "index_text", "ours: search text (dialect.index_text)")
+        self.wrap(type(resident), "_catch_up_search", "ours: search index catch-up")
+        self.wrap(type(resident._driver), "run_alone", "ours: driver glue (run_alone)")
+        for name in ("__init__", "renew", "stop"):
+            self.wrap(_waits.Watch, name, "ours: answer watch (_waits.Watch)")
 
 
 class _SqliteOurs(Writer):
@@ -142,24 +167,23 @@ def _block(writer: Writer, count: int) -> float:
 class _Row:
     def __init__(self, label: str) -> None:
         self.label = label
-        self.totals: list[float] = []
-        self.split: list[tuple[float, float]] = []  # (total, in driver) per append
-        self.calls = 0.0
+        self.totals: list[float] = []  # CPU per append, unwrapped blocks
+        self.wrapped = 0.0  # CPU of the wrapped blocks, in all
+        self.stages: dict[str, float] = defaultdict(float)  # of which in each stage
 
-    def report(self, raw: _Row | None) -> str:
+    def report(self, raw: _Row | None) -> list[str]:
+        """The row's CPU per append, its stages scaled to the unwrapped blocks' CPU."""
         total = 1e6 * sum(self.totals) / len(self.totals)
-        whole = 1e6 * sum(t for t, _ in self.split) / len(self.split)
-        driver = 1e6 * sum(d for _, d in self.split) / len(self.split)
-        share = driver / whole if whole else 0.0
-        ours = total * (1 - share)
-        line = (
-            f"  {self.label:22} cpu {total:5.0f} us/append   driver {total * share:5.0f} us"
-            f" ({self.calls:.1f} calls)   rest {ours:5.0f} us"
-        )
+        line = f"  {self.label:18} {total:5.0f} us/append"
         if raw is not None:
-            base = 1e6 * sum(raw.totals) / len(raw.totals)
-            line += f"   x{total / base:.2f} of raw"
-        return line
+            line += f"   x{total / (1e6 * sum(raw.totals) / len(raw.totals)):.2f} of raw"
+        lines = [line]
+        scale = total / self.wrapped if self.wrapped else 0.0
+        rest = total - scale * sum(self.stages.values())
+        stages = {**self.stages, "rest (calls between stages; for raw: body, id)": rest / scale}
+        for stage, spent in sorted(stages.items(), key=lambda kv: -kv[1]):
+            lines.append(f"    {scale * spent:5.0f} us  {stage}")
+        return lines
 
 
 def _writers(name: str, scratch: Path) -> tuple[Any, Writer, Writer]:
@@ -199,18 +223,16 @@ def _measure(name: str, ours: Writer, raw: Writer, count: int, rounds: int, prof
     for writer in writers.values():
         _block(writer, min(count, 50))  # warm up: connections, schema, caches
     order = random.Random(f"client-cpu-{name}")
-    clock = _DriverClock()
+    stages = _Stages()
     for _ in range(rounds):
         for key in order.sample(sorted(writers), 2):
             rows[key].totals.append(_block(writers[key], count))
-            clock.spent, clock.calls = 0.0, 0
-            with clock.installed(name):
-                whole = _block(writers[key], count)
-            rows[key].split.append((whole, clock.spent / count))
-            rows[key].calls = clock.calls / count
-    print(f"{name}: {count} appends per block, {rounds} rounds, thread CPU")
-    print(rows["ours"].report(rows["raw"]))
-    print(rows["raw"].report(None))
+            with stages.installed(name, writers[key]):
+                rows[key].wrapped += _block(writers[key], count)
+            for stage, spent in stages.spent.items():
+                rows[key].stages[stage] += spent / count
+    print(f"{name}: {count} appends per block, {rounds} rounds, thread CPU per append")
+    print("\n".join(rows["ours"].report(rows["raw"]) + rows["raw"].report(None)))
     if profile:
         _profile(ours, count)
 

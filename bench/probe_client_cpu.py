@@ -43,7 +43,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.srv_common import SessionaryWriter, Writer, message
+from bench import srv_common
+from bench.srv_common import SessionaryWriter, Writer
 from bench.srv_sql import MySQL, Postgres, SqlBackend
 
 _DRIVER_MODULES = ("psycopg", "psycopg_pool", "pymysql", "sqlite3", "socket", "selectors", "ssl")
@@ -108,7 +109,6 @@ class _Stages:
     def _ours(self, writer: SessionaryWriter | _SqliteOurs) -> None:
         import sessionary._sync.stores.sql as sql_store
         import sessionary.stores.sqlite as sqlite_store
-        from bench import srv_common
         from sessionary.stores import _waits
 
         store = writer.manager.store
@@ -135,7 +135,7 @@ class _SqliteOurs(Writer):
         self.session = self.manager.session(self.manager.create(name="probe").id)
 
     def append(self) -> None:
-        self.session.append(message(self.next_turn()))
+        self.session.append(srv_common.message(self.next_turn()))  # wrapped as a stage
 
     def close(self) -> None:
         self.manager.close()

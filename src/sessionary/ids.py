@@ -22,11 +22,15 @@ _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
 _lock = threading.Lock()
 _last_ms = 0
 _counter = 0
+_VERSION_BITS = (0x7 << 76) | (0b10 << 62)
+"""The UUID's version (7) and variant (RFC 4122) fields."""
+_RANDOM_MASK = (1 << 62) - 1
 
 
 def new_id() -> str:
     """Return a new time-ordered id (a UUIDv7 string), monotonic within this process."""
     global _last_ms, _counter
+    entropy = int.from_bytes(os.urandom(10), "big")  # one read: a counter's start, then 62 bits
     with _lock:
         now_ms = time.time_ns() // 1_000_000
         if now_ms <= _last_ms:
@@ -37,10 +41,9 @@ def new_id() -> str:
             now_ms = _last_ms
         else:
             _last_ms = now_ms
-            _counter = int.from_bytes(os.urandom(2), "big") & 0x3FF
+            _counter = (entropy >> 64) & 0x3FF
         counter = _counter
-    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (now_ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | rand
+    value = (now_ms << 80) | (counter << 64) | _VERSION_BITS | (entropy & _RANDOM_MASK)
     text = f"{value:032x}"
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 

@@ -509,6 +509,7 @@ _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # 
 _PLAIN_HEAD = '{"parts":[{"text":"'
 _PLAIN_TAIL = ',"type":"text"}]}'
 """A plain-text message's body (see `plain_text`) is its text as a JSON string between these."""
+_PLAIN_OPEN = _PLAIN_HEAD[:-1]
 
 
 def plain_body_text(body: str) -> str | None:
@@ -540,6 +541,14 @@ def plain_text(message: Message) -> str | None:
     return part.text
 
 
+def plain_body(text: str) -> str:
+    """Return the body `encode_body` writes for a message that is just `text` (`plain_text`).
+
+    The common case, as `_encode` would write it, built directly.
+    """
+    return f"{_PLAIN_OPEN}{_encode_text(text)}{_PLAIN_TAIL}"
+
+
 def encode_body(message: Message) -> str:
     """Return the JSON stored for a message's body: parts, metadata and unknown fields.
 
@@ -547,8 +556,8 @@ def encode_body(message: Message) -> str:
         InvalidMessage: If some value cannot be encoded as JSON.
     """
     text = plain_text(message)
-    if text is not None:  # the common case, as `_encode` would write it, built directly
-        return f"{_PLAIN_HEAD[:-1]}{_encode_text(text)}{_PLAIN_TAIL}"
+    if text is not None:
+        return plain_body(text)
     body: dict[str, JSON] = dict(message.extra)
     body["parts"] = [part_to_dict(p) for p in message.parts]
     if message.metadata:

@@ -78,6 +78,9 @@ _CHUNK = re.compile(r'(-?)"([^"]*)(?:"|\Z)|([^\s"]+)')
 _OR = "OR"
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 """A word of ASCII text: of the ASCII characters, only these are letters or digits."""
+_ASCII_SPACED = bytes(c if chr(c).isalnum() and c < 128 else 0x20 for c in range(256))
+"""A `bytes.translate` table that turns every ASCII byte but the `_ASCII_WORD` ones into a
+space, so that splitting on spaces leaves the words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +122,8 @@ def words(text: str) -> list[str]:
         The maximal runs of letters, digits and private-use characters of the NFC-normalised
         text, in order and with their case kept.
     """
-    if text.isascii():  # already NFC; a regular expression finds the same runs sooner
-        return _ASCII_WORD.findall(text)
+    if text.isascii():  # already NFC: the runs of `_ASCII_WORD`, found in C in a few passes
+        return text.encode().translate(_ASCII_SPACED).decode().split()
     normal = unicodedata.normalize("NFC", text)
     return ["".join(run) for keep, run in itertools.groupby(normal, is_word_char) if keep]
 

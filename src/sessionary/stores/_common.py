@@ -30,6 +30,7 @@ from sessionary.model import (
     encode_body,
     from_micros,
     message_text,
+    plain_body,
     plain_text,
     to_micros,
 )
@@ -158,14 +159,18 @@ def prepare_messages(
         if message.id in seen:
             raise InvalidMessage(f"message id {message.id!r} appears twice in one append")
         seen.add(message.id)
-        text = plain_text(message) if plain else None
-        if text is None:
-            body = encode_body(message)
-            text = message_text(message) if indexed else ""
-            size = check_text(body, f"message {message.id}", InvalidMessage)
-        else:
+        text = plain_text(message)
+        if text is not None and plain:
             body = ""
             size = _plain_size(text, message.id, max_bytes)
+        else:
+            if text is None:
+                body = encode_body(message)
+                text = message_text(message) if indexed else ""
+            else:  # one bare text part: its body is the text quoted, its search text the text
+                body = plain_body(text)
+                text = text if indexed else ""
+            size = check_text(body, f"message {message.id}", InvalidMessage)
         if size > max_bytes:
             raise PayloadTooLarge(
                 f"message {message.id} is {size} bytes encoded; the limit is {max_bytes}"
@@ -289,6 +294,8 @@ def check_text(value: str, what: str, error: type[InvalidInput] = InvalidInput) 
     Raises:
         InvalidInput: (or `error`) If the text holds a lone surrogate.
     """
+    if value.isascii():  # one byte a character, and no surrogate: nothing to encode
+        return len(value)
     try:
         return len(value.encode())
     except UnicodeEncodeError:

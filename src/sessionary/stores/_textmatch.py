@@ -186,8 +186,8 @@ def _compile(query: Query) -> _Compiled:
 
 def _match(query: Query | _Compiled, text: str) -> _Found | None:
     groups, excluded = _compile(query) if isinstance(query, Query) else query
-    if text.isascii():  # folding ASCII is lowering it; a regular expression finds words sooner
-        tokens = _ASCII_WORD.findall(text.lower())
+    if text.isascii():  # folding ASCII is lowering it, which moves no word's bounds
+        tokens = words(text.lower())
     else:
         text = unicodedata.normalize("NFC", text)
         tokens = [fold(word) for word in words(text)]

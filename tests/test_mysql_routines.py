@@ -10,6 +10,7 @@ schema keeps its procedures (clients of that release still CALL them) and gains 
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any
 
 import pymysql
@@ -123,6 +124,37 @@ def test_one_message_appends_call_the_procedures(
     assert [m.text for m in path] == texts
     assert moved.parent_id == path[1].id
     assert (learns.parent_id, after.parent_id) == (moved.id, learns.id)
+
+
+def test_a_call_for_a_missing_session_answers_without_warnings(mysql_url: str) -> None:
+    with sessionary.SessionManager(mysql_url) as manager:
+        manager.create(id="s")
+        if not _mariadb(manager):
+            pytest.skip("MySQL runs the scripts")
+    conn = pymysql.connect(**connect_options(mysql_url, 5, "database"))
+    try:
+        with conn.cursor() as cursor:
+            for session in ("s", "missing"):  # found (the head moves), then no row at all
+                args = (True, None, "", "", session, f"id-{session}", "user", 1, "{}", "", 1)
+                cursor.execute(f"CALL sessionary_append_locked({', '.join(['%s'] * 11)})", args)
+                while cursor.nextset():
+                    pass
+                assert not conn.show_warnings(), session
+    finally:
+        conn.close()
+
+
+async def test_an_async_append_to_a_missing_session_warns_of_nothing(mysql_url: str) -> None:
+    # aiomysql turns a warning on an answer into a SHOW WARNINGS and a Python warning.
+    async with sessionary.AsyncSessionManager(mysql_url) as manager:
+        await manager.create(id="s")
+        session = manager.session("s")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            await session.append(Message.user("first"))
+            with pytest.raises(sessionary.SessionNotFound):
+                await manager.session("missing").append(Message.user("lost"))
+            assert [m.text for m in await session.history()] == ["first"]
 
 
 @pytest.mark.parametrize("name", ROUTINE_NAMES)

@@ -336,6 +336,9 @@ DECLARE v_pk BIGINT DEFAULT NULL;
 DECLARE v_head {_ROUTINE_ID} DEFAULT NULL;
 DECLARE v_depth INT DEFAULT NULL;
 DECLARE v_ok BOOLEAN DEFAULT FALSE;
+-- No row for a missing session: without a handler that leaves warning 1329 on the
+-- CALL's answer, which aiomysql fetches (SHOW WARNINGS, a round trip) and warns of.
+DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;
 START TRANSACTION;
 SELECT pk, head_id, head_depth, p_any OR head_id <=> p_expected
     INTO v_pk, v_head, v_depth, v_ok

@@ -336,8 +336,6 @@ DECLARE v_pk BIGINT DEFAULT NULL;
 DECLARE v_head {_ROUTINE_ID} DEFAULT NULL;
 DECLARE v_depth INT DEFAULT NULL;
 DECLARE v_ok BOOLEAN DEFAULT FALSE;
--- No row for a missing session: without a handler that leaves warning 1329 on the
--- CALL's answer, which aiomysql fetches (SHOW WARNINGS, a round trip) and warns of.
 DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;
 START TRANSACTION;
 SELECT pk, head_id, head_depth, p_any OR head_id <=> p_expected
@@ -357,7 +355,13 @@ END IF;
 END""",
 )
 ROUTINE_NAMES = ("sessionary_append_after_seen", "sessionary_append_locked")
-"""The stored procedures one-message appends CALL (migration 6, see `routine_call`)."""
+"""The stored procedures one-message appends CALL (migration 6, see `routine_call`).
+
+`sessionary_append_locked` handles NOT FOUND: its `SELECT ... INTO` finds no row for a
+missing session, which would leave warning 1329 on the CALL's answer, and aiomysql
+fetches a warning (SHOW WARNINGS, one more round trip) and raises it as a Python warning.
+(No SQL comment in a routine's body: the `mysql` client strips them from a script run by
+hand, and the routine would then differ from the one a store creates.)"""
 _HEAD_AND_DOCUMENT = f"""
 SELECT concat_ws(%s,
     concat_ws(' ', m.id, m.role, m.created_us, coalesce(m.parent_id, ''), m.data),

@@ -336,6 +336,40 @@ def test_a_server_that_stops_answering_mid_session(
     asyncio.run(amanager.close())
 
 
+@pytest.mark.postgres
+def test_a_postgres_server_that_stops_answering_during_a_contended_append(
+    frozen_later: Callable[[str], tuple[str, Proxy]], postgres_url: str
+) -> None:
+    # A session another writer moves is appended to by one CALL that commits, then waits
+    # for the flush (`unlocked_append_sql`): that call is bounded like any other.
+    url, proxy = frozen_later("postgres")
+
+    async def contended_async() -> Any:
+        amanager = AsyncSessionManager(url)
+        achat = amanager.session("s")
+        await achat.append(Message.user("async a"))
+        other.session("s").append(Message.user("moves the head"))
+        await achat.append(Message.user("async b"))  # its head moved: it locks from now on
+        return amanager, achat
+
+    with SessionManager(postgres_url) as other:
+        other.create(id="s")
+        manager = SessionManager(url)
+        chat = manager.session("s")
+        chat.append(Message.user("a"))
+        other.session("s").append(Message.user("moves the head"))
+        chat.append(Message.user("b"))
+        amanager, achat = asyncio.run(contended_async())
+        assert manager.store._moved and manager.store._driver.unlocks_early
+        proxy.freeze()
+        _fails_fast(lambda: chat.append(Message.user("unanswered")))
+        _fails_fast(lambda: asyncio.run(achat.append(Message.user("unanswered"))))
+        manager.close()
+        asyncio.run(amanager.close())
+        texts = [m.text for m in other.session("s").history()]
+    assert texts[:6] == ["a", "moves the head", "b", "async a", "moves the head", "async b"]
+
+
 @pytest.mark.redis
 def test_a_redis_driver_whose_server_stops_answering(
     frozen_later: Callable[[str], tuple[str, Proxy]],

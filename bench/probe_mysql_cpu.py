@@ -37,7 +37,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.servers import _append_cells
-from bench.srv_common import SHAPES, Cell, run_block
+from bench.srv_common import SHAPES, Cell, run_block, task_ns
 from bench.srv_sql import MySQL, _mysql_connect
 
 
@@ -48,14 +48,8 @@ def _server_pid() -> str | None:
 
 def _thread_cpu(pid: str) -> dict[int, int]:
     """Nanoseconds on CPU of each of the server's threads."""
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as stat:
-                out[int(tid)] = int(stat.read().split()[0])
-        except OSError:
-            continue
-    return out
+    spent = {int(tid): task_ns(int(tid)) for tid in os.listdir(f"/proc/{pid}/task")}
+    return {tid: ns for tid, ns in spent.items() if ns is not None}
 
 
 def _connection_threads(database: str) -> list[int]:

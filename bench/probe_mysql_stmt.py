@@ -37,7 +37,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -47,7 +46,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.srv_common import MYSQL_URL
+from bench.probe_mysql_cpu import _server_pid
+from bench.srv_common import MYSQL_URL, task_ns
 from bench.srv_sql import _mysql_connect
 from bench.workload import conversation
 
@@ -69,15 +69,11 @@ VARIANTS = (
 )
 
 
-def _server_pid() -> str:
-    return subprocess.run(
-        ["pgrep", "-x", "mariadbd"], capture_output=True, text=True
-    ).stdout.split()[0]
-
-
-def _cpu(pid: str, tid: int) -> int:
-    with open(f"/proc/{pid}/task/{tid}/schedstat") as stat:
-        return int(stat.read().split()[0])
+def _cpu(tid: int) -> int:
+    spent = task_ns(tid)
+    if spent is None:
+        raise SystemExit(f"no server thread {tid} in this /proc")
+    return spent
 
 
 def _tid(conn: Any) -> int:
@@ -124,7 +120,7 @@ def _procedure(name: str) -> str:
 
 
 class Variant:
-    def __init__(self, name: str, pid: str) -> None:
+    def __init__(self, name: str) -> None:
         from urllib.parse import unquote, urlsplit, urlunsplit
 
         import pymysql
@@ -132,7 +128,7 @@ class Variant:
         from sessionary import SessionManager
         from sessionary.stores._mysql_sql import MySQLDialect
 
-        self.name, self.pid = name, pid
+        self.name = name
         self.db = f"probe_{uuid.uuid4().hex[:10]}"
         admin = _mysql_connect(None, True)
         with admin.cursor() as cur:
@@ -246,12 +242,12 @@ class Variant:
 
     def block(self, appends: int) -> None:
         before_h = _handlers(self.conn)
-        server0 = _cpu(self.pid, self.tid)
+        server0 = _cpu(self.tid)
         client0 = time.process_time()
         for _ in range(appends):
             self.append()
         self.client += time.process_time() - client0
-        spent = _cpu(self.pid, self.tid) - server0
+        spent = _cpu(self.tid) - server0
         self.served += spent
         self.blocks.append(spent / appends / 1e3)
         after_h = _handlers(self.conn)
@@ -276,8 +272,9 @@ def main() -> None:
     appends = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     names = sys.argv[3].split(",") if len(sys.argv) > 3 else list(VARIANTS)
-    pid = _server_pid()
-    variants = [Variant(name, pid) for name in names]
+    if _server_pid() is None:
+        raise SystemExit("mariadbd does not run on this machine")
+    variants = [Variant(name) for name in names]
     try:
         order = random.Random("stmt")
         for variant in variants:

@@ -372,3 +372,28 @@ def test_a_role_that_may_not_call_the_procedure_appends_without_unlocking_early(
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f"DROP OWNED BY {role}")
             conn.execute(f"DROP ROLE {role}")
+
+
+def test_a_contended_append_stays_inside_its_scope(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The CALL finds the session by tenant, user and id, as every other statement does: the
+    # same id in another scope is another session, and one only another scope has is absent.
+    sent = calls(monkeypatch, postgres.PostgresDriver)
+    always_contended(monkeypatch)
+    scopes = [("acme", "u1"), ("acme", "u2"), ("globex", "u1")]
+    managers = [sessionary.SessionManager(postgres_url, tenant=t, user=u) for t, u in scopes]
+    try:
+        for (tenant, user), manager in zip(scopes, managers, strict=True):
+            manager.create(id="s").append(Message.user(f"{tenant} {user}"))
+        managers[0].create(id="only-acme-u1").append(Message.user("mine"))
+        for manager in managers[1:]:
+            with pytest.raises(sessionary.SessionNotFound):
+                manager.session("only-acme-u1").append(Message.user("across the wall"))
+        for (tenant, user), manager in zip(scopes, managers, strict=True):
+            assert [m.text for m in manager.session("s").history()] == [f"{tenant} {user}"]
+        assert [m.text for m in managers[0].session("only-acme-u1").history()] == ["mine"]
+        assert len(sent) == 6 and all(sql.startswith("CALL sessionary_append(") for sql in sent)
+    finally:
+        for manager in managers:
+            manager.close()

@@ -74,11 +74,11 @@ def _switches(tid: int) -> tuple[int, int]:
 
 def _runner_with(jobs: Any) -> AsyncRunner:
     saved = _runner._Jobs
-    _runner._Jobs = jobs
+    _runner._Jobs = jobs  # type: ignore[misc]
     try:
         return AsyncRunner(blocking=True)
     finally:
-        _runner._Jobs = saved
+        _runner._Jobs = saved  # type: ignore[misc]
 
 
 async def _block(
@@ -135,11 +135,11 @@ async def main() -> None:
     )
     print(f"  inline  call {inline:7.1f} µs")
     for name in runners:
-        row = {key: statistics.median(values) for key, values in seen[name].items()}
+        mid = {key: statistics.median(values) for key, values in seen[name].items()}
         print(
-            f"  {name:7} hop {row['time'] - inline:6.1f} µs  loop cpu {row['loop cpu']:5.1f} µs"
-            f"  sleeps loop {row['loop sleeps']:.2f} worker {row['worker sleeps']:.2f}"
-            f"  preempted loop {row['loop preempted']:.2f} worker {row['worker preempted']:.2f}"
+            f"  {name:7} hop {mid['time'] - inline:6.1f} µs  loop cpu {mid['loop cpu']:5.1f} µs"
+            f"  sleeps loop {mid['loop sleeps']:.2f} worker {mid['worker sleeps']:.2f}"
+            f"  preempted loop {mid['loop preempted']:.2f} worker {mid['worker preempted']:.2f}"
         )
     for runner in runners.values():
         await runner.close(lambda: None)

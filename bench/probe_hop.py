@@ -7,7 +7,9 @@ store's worker thread) in interleaved blocks: the call runs some Python (holding
 sleeps (letting it go, as a sync does) and runs a little more Python, like an append. Next
 to the runner, the same call through a worker fed by a `queue.SimpleQueue` (the runner's
 design before its bell; its `put` wakes the worker while the loop still holds the GIL), and
-the call run inline, for the call's own time. Per variant, medians over blocks of:
+the call run inline, for the call's own time; and the runner again with the loop and its
+worker pinned to one CPU for their block ("one cpu": a wake-up is then a switch on that
+CPU, not a halted vCPU woken by another). Per variant, medians over blocks of:
 
   hop       the awaited call's time minus the inline call's,
   loop cpu  the event loop thread's CPU time per call,
@@ -104,13 +106,19 @@ async def main() -> None:
     def job() -> None:
         _call_like_an_append(before, sleep_us, after)
 
-    runners = {"runner": AsyncRunner(blocking=True), "queue": _runner_with(_QueueJobs)}
+    runners = {
+        "runner": AsyncRunner(blocking=True),
+        "queue": _runner_with(_QueueJobs),
+        "one cpu": AsyncRunner(blocking=True),
+    }
     calls: dict[str, Callable[..., Awaitable[None]] | None] = {"inline": None}
     workers = {}
     for name, runner in runners.items():
         calls[name] = runner.bind(job)
         workers[name] = await runner.run(threading.get_native_id)
     loop_tid = threading.get_native_id()
+    every_cpu = os.sched_getaffinity(0)
+    one_cpu = {min(every_cpu)}
     count = 200
     seen: dict[str, dict[str, list[float]]] = {name: {} for name in calls}
     order = random.Random(sleep_us)
@@ -118,9 +126,14 @@ async def main() -> None:
         for name in order.sample(list(calls), len(calls)):
             worker = workers.get(name)
             loop0, worker0 = _switches(loop_tid), _switches(worker) if worker else (0, 0)
+            pinned = one_cpu if name == "one cpu" else every_cpu
+            os.sched_setaffinity(0, pinned)
+            if worker:
+                os.sched_setaffinity(worker, pinned)
             cpu0 = time.thread_time_ns()
             times = await _block(calls[name], job, count)
             cpu = (time.thread_time_ns() - cpu0) / 1e3 / count
+            os.sched_setaffinity(0, every_cpu)
             loop1, worker1 = _switches(loop_tid), _switches(worker) if worker else (0, 0)
             row = seen[name]
             row.setdefault("time", []).append(statistics.median(times))
@@ -133,11 +146,11 @@ async def main() -> None:
         f"a call of ~{spans.replace(',', '+')} µs of Python around a {sleep_us} µs sleep; "
         f"{rounds} rounds of {count}; load {os.getloadavg()[0]:.2f}"
     )
-    print(f"  inline  call {inline:7.1f} µs")
+    print(f"  inline   call {inline:7.1f} µs")
     for name in runners:
         mid = {key: statistics.median(values) for key, values in seen[name].items()}
         print(
-            f"  {name:7} hop {mid['time'] - inline:6.1f} µs  loop cpu {mid['loop cpu']:5.1f} µs"
+            f"  {name:8} hop {mid['time'] - inline:6.1f} µs  loop cpu {mid['loop cpu']:5.1f} µs"
             f"  sleeps loop {mid['loop sleeps']:.2f} worker {mid['worker sleeps']:.2f}"
             f"  preempted loop {mid['loop preempted']:.2f} worker {mid['worker preempted']:.2f}"
         )

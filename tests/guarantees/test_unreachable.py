@@ -18,6 +18,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -495,5 +496,33 @@ def test_the_watchdog_never_hangs_up_a_connection_its_owner_stopped_watching() -
     peer.setblocking(True)
     peer.settimeout(WITHIN)
     assert peer.recv(1) == b""
+    mine.close()
+    peer.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_still_watches_the_connections_it_inherited() -> None:
+    # A sync store is not rebuilt in a forked child, and a watch is registered once per
+    # connection: the child's watchdog starts with the watches the parent had.
+    mine, peer = socket.socketpair()
+    watch = Watch(mine.fileno(), 0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
+        pid = os.fork()
+    if pid == 0:  # the child: its answer is overdue, and it has no lock to take
+        code = 1
+        try:
+            watch.renew()
+            started = time.monotonic()
+            while not watch.fired and time.monotonic() - started < WITHIN:
+                time.sleep(0.05)
+            code = 0 if watch.stop() else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    peer.settimeout(WITHIN)
+    assert peer.recv(1) == b""
+    assert watch.stop() is False  # the parent's use of it never fired
     mine.close()
     peer.close()

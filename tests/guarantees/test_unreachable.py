@@ -18,6 +18,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -422,5 +423,106 @@ def test_a_watch_fires_only_on_an_overdue_answer(kind: type[Watch | AsyncWatch])
     assert (asyncio.run(wait_async()) if kind is AsyncWatch else wait_sync()) is True
     peer.settimeout(WITHIN)
     assert peer.recv(1) == b""  # the connection was hung up
+    mine.close()
+    peer.close()
+
+
+def _hung_up(peer: socket.socket) -> bool:
+    """Whether the other end of `peer` was shut down (without waiting for it)."""
+    peer.setblocking(False)
+    try:
+        return peer.recv(1) == b""
+    except BlockingIOError:
+        return False
+
+
+@pytest.mark.parametrize("kind", [Watch, AsyncWatch])
+def test_a_watch_serves_its_connection_for_life(kind: type[Watch | AsyncWatch]) -> None:
+    # One watch per connection: stopped after each use, it neither fires while the
+    # connection idles in the pool, nor fails to fire on a later use's overdue answer.
+    mine, peer = socket.socketpair()
+
+    async def use_async() -> bool:
+        watch = AsyncWatch(mine.fileno(), 0.2)
+        for _ in range(3):
+            watch.renew()
+            await asyncio.sleep(0.01)
+            assert watch.stop() is False
+            await asyncio.sleep(0.4)  # past the deadline the stop cancelled
+            assert not _hung_up(peer)
+        watch.renew()
+        for _ in range(int(WITHIN / 0.05)):
+            if watch.fired:
+                break
+            await asyncio.sleep(0.05)
+        return watch.stop()
+
+    def use_sync() -> bool:
+        watch = Watch(mine.fileno(), 0.2)
+        for _ in range(3):
+            watch.renew()
+            time.sleep(0.01)
+            assert watch.stop() is False
+            time.sleep(0.4)
+            assert not _hung_up(peer)
+        watch.renew()
+        started = time.monotonic()
+        while not watch.fired and time.monotonic() - started < WITHIN:
+            time.sleep(0.05)
+        return watch.stop()
+
+    assert (asyncio.run(use_async()) if kind is AsyncWatch else use_sync()) is True
+    peer.setblocking(True)
+    peer.settimeout(WITHIN)
+    assert peer.recv(1) == b""
+    mine.close()
+    peer.close()
+
+
+def test_the_watchdog_never_hangs_up_a_connection_its_owner_stopped_watching() -> None:
+    # The watchdog reads a deadline without a lock: an owner may stop the watch (and give
+    # the connection back to the pool) between that read and the hang-up. The hang-up
+    # looks again after marking the watch fired, which the owner reads after its stop.
+    mine, peer = socket.socketpair()
+    watch = Watch(mine.fileno(), 60.0)
+    later = time.monotonic() + 120.0  # a watchdog's look at which the answer is overdue
+    watch.renew()
+    assert watch.stop() is False
+    watch.fire(later)  # the look came before the stop, the hang-up after it
+    assert not watch.fired and not _hung_up(peer)
+    watch.renew()
+    watch.fire(later)  # not stopped: hung up, and its owner's stop says so
+    assert watch.stop() is True
+    peer.setblocking(True)
+    peer.settimeout(WITHIN)
+    assert peer.recv(1) == b""
+    mine.close()
+    peer.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_still_watches_the_connections_it_inherited() -> None:
+    # A sync store is not rebuilt in a forked child, and a watch is registered once per
+    # connection: the child's watchdog starts with the watches the parent had.
+    mine, peer = socket.socketpair()
+    watch = Watch(mine.fileno(), 0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
+        pid = os.fork()
+    if pid == 0:  # the child: its answer is overdue, and it has no lock to take
+        code = 1
+        try:
+            watch.renew()
+            started = time.monotonic()
+            while not watch.fired and time.monotonic() - started < WITHIN:
+                time.sleep(0.05)
+            code = 0 if watch.stop() else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    peer.settimeout(WITHIN)
+    assert peer.recv(1) == b""
+    assert watch.stop() is False  # the parent's use of it never fired
     mine.close()
     peer.close()

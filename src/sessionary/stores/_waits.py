@@ -21,6 +21,7 @@ import os
 import socket
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -59,10 +60,12 @@ def hang_up(fd: int) -> None:
 class AsyncWatch:
     """Hangs up one connection when an answer takes longer than `seconds` (a loop timer).
 
-    For drivers with no read timeout of their own (psycopg): `renew` before each round
-    trip, `stop` after the last; `stop` says whether the watch fired, in which case the
-    connection is finished and must not be reused. A renewal only moves the deadline:
-    the timer, when it comes, looks again (so a round trip costs no timer of its own).
+    For drivers with no read timeout of their own (psycopg): one per connection, kept
+    for its life; `renew` before each round trip, `stop` after the last; `stop` says
+    whether the watch fired, in which case the connection is finished and must not be
+    reused. A renewal or a stop only writes the deadline: the timer, when it comes,
+    looks again (so a round trip costs no timer of its own), and a stopped watch's
+    timer ends there.
     """
 
     __slots__ = ("_deadline", "_fd", "_handle", "_loop", "_seconds", "fired")
@@ -82,89 +85,122 @@ class AsyncWatch:
             self._handle = self._loop.call_at(self._deadline, self._check)
 
     def _check(self) -> None:
-        if self._loop.time() < self._deadline:
+        if self._deadline == math.inf:  # stopped: the next renewal starts a timer
+            self._handle = None
+        elif self._loop.time() < self._deadline:
             self._handle = self._loop.call_at(self._deadline, self._check)
-            return
-        self.fired = True
-        hang_up(self._fd)
+        else:
+            self._handle = None
+            self.fired = True
+            hang_up(self._fd)
 
     def stop(self) -> bool:
-        """Stop watching; return whether the connection was hung up."""
-        if self._handle is not None:
-            self._handle.cancel()
+        """Stop watching (until the next renewal); return whether the connection was hung up.
+
+        Once hung up, a connection stays so: its owner must close it.
+        """
+        self._deadline = math.inf
         return self.fired
 
 
 class Watch:
-    """`AsyncWatch` for sync code: one watchdog thread, shared, keeps the deadlines."""
+    """`AsyncWatch` for sync code: one per connection, kept for its life.
 
-    __slots__ = ("_fd", "_seconds", "_watched", "deadline", "fired")
+    A renewal and a stop only write the deadline: no lock, no call on the watchdog,
+    which looks at every watch at least once every `seconds` (see `_Watchdog`) and
+    hangs up a connection whose deadline passed.
+    """
+
+    __slots__ = ("__weakref__", "_fd", "deadline", "fired", "seconds")
 
     def __init__(self, fd: int, seconds: float) -> None:
         self._fd = fd
-        self._seconds = seconds
-        self._watched = False
+        self.seconds = seconds
         self.deadline = math.inf
         self.fired = False
+        _WATCHDOG.watch(self)
 
     def renew(self) -> None:
         """Give the next answer `seconds` from now."""
-        self.deadline = time.monotonic() + self._seconds
-        if not self._watched:
-            self._watched = True
-            _WATCHDOG.watch(self)
-
-    def fire(self) -> None:
-        """Hang the connection up (on the watchdog's thread, under its lock)."""
-        self.fired = True
-        hang_up(self._fd)
+        self.deadline = time.monotonic() + self.seconds
 
     def stop(self) -> bool:
-        """Stop watching; return whether the connection was hung up."""
-        _WATCHDOG.forget(self)
+        """Stop watching (until the next renewal); return whether the connection was hung up.
+
+        Once hung up, a connection stays so: its owner must close it.
+        """
+        self.deadline = math.inf
         return self.fired
+
+    def fire(self, now: float) -> None:
+        """Hang the connection up if its answer is overdue (on the watchdog's thread).
+
+        The owner writes the deadline, then reads `fired`; this writes `fired`, then
+        reads the deadline again: so a connection is hung up only while its owner has
+        not stopped the watch, and that owner then sees `fired` (and closes it). An
+        owner that stopped in between may see `fired` for nothing, and closes a sound
+        connection; none is ever hung up after it went back to the pool.
+        """
+        self.fired = True
+        if self.deadline <= now:
+            hang_up(self._fd)
+        else:
+            self.fired = False
 
 
 class _Watchdog:
-    """The thread that fires overdue `Watch`es; started on first use (again after a fork)."""
+    """The thread that fires overdue `Watch`es; started on first use (again after a fork).
+
+    It wakes at the earliest deadline it saw, and at least once every `seconds` of any
+    watch it holds: a deadline set since its last look is at least `seconds` past that
+    look, so it is never late for one (renewals only move deadlines later). It holds
+    its watches weakly: a watch goes with its connection.
+    """
 
     def __init__(self) -> None:
-        self._watches: set[Watch] = set()
+        self._watches: weakref.WeakSet[Watch] = weakref.WeakSet()
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
-        self._wake_at = math.inf
         os.register_at_fork(after_in_child=self._after_fork)
 
     def watch(self, watch: Watch) -> None:
         with self._lock:
             self._watches.add(watch)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="sessionary-watchdog", daemon=True
-                )
-                self._thread.start()
-            elif watch.deadline < self._wake_at:
-                self._lock.notify()
+            if not self._start():
+                self._lock.notify()  # it may look too seldom for this one's `seconds`
 
-    def forget(self, watch: Watch) -> None:
-        with self._lock:
-            self._watches.discard(watch)
+    def _start(self) -> bool:
+        """Start the thread (under the lock) unless it runs; return whether it started."""
+        if self._thread is not None and self._thread.is_alive():
+            return False
+        self._thread = threading.Thread(target=self._run, name="sessionary-watchdog", daemon=True)
+        self._thread.start()
+        return True
 
     def _run(self) -> None:
         with self._lock:
             while True:
                 now = time.monotonic()
-                for watch in [w for w in self._watches if w.deadline <= now]:
-                    self._watches.discard(watch)
-                    watch.fire()
-                # Renewals only move deadlines later, so waking early is harmless (the
-                # next look finds them moved); a new watch that is due sooner notifies.
-                self._wake_at = min((w.deadline for w in self._watches), default=now + 3600.0)
-                self._lock.wait(self._wake_at - now)
+                wake = now + 3600.0
+                for watch in list(self._watches):
+                    if watch.fired:  # hung up: its owner closes it
+                        continue
+                    if watch.deadline <= now:
+                        watch.fire(now)
+                    if not watch.fired:
+                        wake = min(wake, watch.deadline, now + watch.seconds)
+                self._lock.wait(max(0.0, wake - time.monotonic()))
 
     def _after_fork(self) -> None:
-        """In a forked child: the thread did not come along, and the lock may be held."""
-        self._watches, self._lock, self._thread = set(), threading.Condition(), None
+        """In a forked child: the thread did not come along, and the lock may be held.
+
+        The child keeps its connections (a sync store is not rebuilt), and their watches.
+        """
+        self._watches = weakref.WeakSet(list(self._watches))
+        self._lock, self._thread = threading.Condition(), None
+        if self._watches:
+            with self._lock:
+                self._start()
 
 
 _WATCHDOG = _Watchdog()

@@ -172,7 +172,7 @@ class _AsyncTransaction:
         await self._cursor.execute(sql, params or None)
         if self._pipeline is not None:  # the statement's result (its description) arrives
             await self._pipeline.sync()
-        return None if self._cursor.description is None else await self._cursor.fetchone()
+        return await self._cursor.fetchone() if _rows(self._cursor) else None
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         self._renew()
@@ -194,6 +194,7 @@ _CAN_FLUSH = (
 )
 """Whether this role may flush (and CALL the store's procedure, where it is there)."""
 _FLUSH = f"SELECT {FLUSH_MESSAGE}"
+_TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
 
 
 def _flushes_itself(sql: str) -> bool:
@@ -207,6 +208,18 @@ def _flushes_itself(sql: str) -> bool:
 
 def _unbounded() -> None:
     """Migrations run without the request bound (see `_waits`)."""
+
+
+def _rows(cursor: psycopg.Cursor[Row] | psycopg.AsyncCursor[Row]) -> bool:
+    """Whether the cursor's statement returned rows (its `description` builds columns)."""
+    result = cursor.pgresult
+    return result is not None and result.status == _TUPLES_OK
+
+
+class _AsyncConnection(psycopg.AsyncConnection[Row]):
+    """A pooled connection, with the watch on its answers for its life."""
+
+    watch: AsyncWatch
 
 
 class AsyncPostgresDriver:
@@ -234,8 +247,10 @@ class AsyncPostgresDriver:
         self._options = connection_options(schema, connect_timeout)
         self._timeout = connect_timeout
         self._wait = timeout + GRACE
-        self._pool = psycopg_pool.AsyncConnectionPool(
+        self._pool = psycopg_pool.AsyncConnectionPool[_AsyncConnection](
             conninfo,
+            connection_class=_AsyncConnection,
+            configure=self._configure,
             min_size=1,
             max_size=max(1, pool_size),
             kwargs=pool_options(schema, connect_timeout, timeout),
@@ -246,6 +261,9 @@ class AsyncPostgresDriver:
         self._lock = asyncio.Lock()
         self._started = False
         self.unlocks_early = False
+
+    async def _configure(self, conn: _AsyncConnection) -> None:
+        conn.watch = AsyncWatch(conn.fileno(), self._wait)
 
     async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -266,22 +284,27 @@ class AsyncPostgresDriver:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[tuple[psycopg.AsyncConnection[Row], AsyncWatch]]:
-        """A pooled connection and its watch (renewed once, for the first answer)."""
-        overdue = False
+    async def _take(self) -> _AsyncConnection:
+        """A pooled connection, its watch renewed for the first answer.
+
+        The pool's `getconn` and `putconn` (`_give`) rather than its `connection()`:
+        `putconn` rolls back, or closes, what it is given back in a transaction or in
+        the middle of a statement, as that context manager's exit would.
+        """
         try:
-            async with self._pool.connection() as conn:
-                watch = AsyncWatch(conn.fileno(), self._wait)
-                watch.renew()
-                try:
-                    yield conn, watch
-                finally:
-                    overdue = watch.stop()
-                    if overdue:
-                        await conn.close()  # hung up: the pool must not hand it out again
+            conn = await self._pool.getconn()
         except psycopg.Error as exc:
-            raise store_error(self._where, exc, overdue) from exc
+            raise store_error(self._where, exc) from exc
+        conn.watch.renew()
+        return conn
+
+    async def _give(self, conn: _AsyncConnection) -> bool:
+        """Give the connection back (closed if hung up); return whether it was hung up."""
+        overdue = conn.watch.stop()
+        if overdue:
+            await conn.close()  # hung up: the pool must not hand it out again
+        await self._pool.putconn(conn)
+        return overdue
 
     async def run_alone(
         self, sql: str, params: Sequence[Any], unlock_early: bool = False
@@ -293,7 +316,8 @@ class AsyncPostgresDriver:
         message), it returns once the flush covers the statement's commit, which need
         not have waited for it (one more round trip, see the module).
         """
-        async with self._connection() as (conn, _):
+        conn = await self._take()
+        try:
             cursor = conn.cursor()
             try:
                 await cursor.execute(sql, params)
@@ -304,9 +328,14 @@ class AsyncPostgresDriver:
                 raise
             if unlock_early and not _flushes_itself(sql):
                 await conn.execute(_FLUSH)
-            if cursor.description is None:
-                return [], cursor.rowcount
-            return await cursor.fetchall(), 0
+            found = (await cursor.fetchall(), 0) if _rows(cursor) else ([], cursor.rowcount)
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc, await self._give(conn)) from exc
+        except BaseException:
+            await self._give(conn)
+            raise
+        await self._give(conn)
+        return found
 
     @asynccontextmanager
     async def transaction(self, batched: bool = False) -> AsyncIterator[_AsyncTransaction]:
@@ -315,15 +344,23 @@ class AsyncPostgresDriver:
         `batched` runs it in pipeline mode: statements go out together (with `BEGIN`, and
         the last ones with `COMMIT`) until a result is read, so `execute` returns -1.
         """
-        async with self._connection() as (conn, watch):
+        conn = await self._take()
+        watch = conn.watch
+        try:
             if not batched:
                 async with conn.transaction():
                     yield _AsyncTransaction(conn, watch.renew)
                     watch.renew()  # for the COMMIT
-                return
-            async with conn.pipeline() as pipeline, conn.transaction():
-                yield _AsyncTransaction(conn, watch.renew, pipeline)
-                watch.renew()
+            else:
+                async with conn.pipeline() as pipeline, conn.transaction():
+                    yield _AsyncTransaction(conn, watch.renew, pipeline)
+                    watch.renew()
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc, await self._give(conn)) from exc
+        except BaseException:
+            await self._give(conn)
+            raise
+        await self._give(conn)
 
     async def close(self) -> None:
         """Close the pool and its connections."""
@@ -364,7 +401,7 @@ class _Transaction:
         self._cursor.execute(sql, params or None)
         if self._pipeline is not None:  # the statement's result (its description) arrives
             self._pipeline.sync()
-        return None if self._cursor.description is None else self._cursor.fetchone()
+        return self._cursor.fetchone() if _rows(self._cursor) else None
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         self._renew()
@@ -377,6 +414,12 @@ class _Transaction:
         row = self._cursor.fetchone()
         assert row is not None
         return int(row[0])
+
+
+class _Connection(psycopg.Connection[Row]):
+    """A pooled connection, with the watch on its answers for its life."""
+
+    watch: Watch
 
 
 class PostgresDriver:
@@ -396,8 +439,10 @@ class PostgresDriver:
         self._options = connection_options(schema, connect_timeout)
         self._timeout = connect_timeout
         self._wait = timeout + GRACE
-        self._pool = psycopg_pool.ConnectionPool(
+        self._pool = psycopg_pool.ConnectionPool[_Connection](
             conninfo,
+            connection_class=_Connection,
+            configure=self._configure,
             min_size=1,
             max_size=max(1, pool_size),
             kwargs=pool_options(schema, connect_timeout, timeout),
@@ -408,6 +453,9 @@ class PostgresDriver:
         self._lock = threading.Lock()
         self._started = False
         self.unlocks_early = False
+
+    def _configure(self, conn: _Connection) -> None:
+        conn.watch = Watch(conn.fileno(), self._wait)
 
     def start(self, setup: Callable[[_Transaction], None]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -424,28 +472,34 @@ class PostgresDriver:
                 raise store_error(self._where, exc) from exc
             self._started = True
 
-    @contextmanager
-    def _connection(self) -> Iterator[tuple[psycopg.Connection[Row], Watch]]:
-        """A pooled connection and its watch; see `AsyncPostgresDriver._connection`."""
-        overdue = False
+    def _take(self) -> _Connection:
+        """A pooled connection, its watch renewed for the first answer.
+
+        The pool's `getconn` and `putconn` (`_give`) rather than its `connection()`:
+        `putconn` rolls back, or closes, what it is given back in a transaction or in
+        the middle of a statement, as that context manager's exit would.
+        """
         try:
-            with self._pool.connection() as conn:
-                watch = Watch(conn.fileno(), self._wait)
-                watch.renew()
-                try:
-                    yield conn, watch
-                finally:
-                    overdue = watch.stop()
-                    if overdue:
-                        conn.close()
+            conn = self._pool.getconn()
         except psycopg.Error as exc:
-            raise store_error(self._where, exc, overdue) from exc
+            raise store_error(self._where, exc) from exc
+        conn.watch.renew()
+        return conn
+
+    def _give(self, conn: _Connection) -> bool:
+        """Give the connection back (closed if hung up); return whether it was hung up."""
+        overdue = conn.watch.stop()
+        if overdue:
+            conn.close()  # hung up: the pool must not hand it out again
+        self._pool.putconn(conn)
+        return overdue
 
     def run_alone(
         self, sql: str, params: Sequence[Any], unlock_early: bool = False
     ) -> tuple[list[Row], int]:
         """Run one statement in autocommit mode; see `AsyncPostgresDriver.run_alone`."""
-        with self._connection() as (conn, _):
+        conn = self._take()
+        try:
             cursor = conn.cursor()
             try:
                 cursor.execute(sql, params)
@@ -456,22 +510,35 @@ class PostgresDriver:
                 raise
             if unlock_early and not _flushes_itself(sql):
                 conn.execute(_FLUSH)
-            if cursor.description is None:
-                return [], cursor.rowcount
-            return cursor.fetchall(), 0
+            found = (cursor.fetchall(), 0) if _rows(cursor) else ([], cursor.rowcount)
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc, self._give(conn)) from exc
+        except BaseException:
+            self._give(conn)
+            raise
+        self._give(conn)
+        return found
 
     @contextmanager
     def transaction(self, batched: bool = False) -> Iterator[_Transaction]:
         """One transaction on a pooled connection; see `AsyncPostgresDriver.transaction`."""
-        with self._connection() as (conn, watch):
+        conn = self._take()
+        watch = conn.watch
+        try:
             if not batched:
                 with conn.transaction():
                     yield _Transaction(conn, watch.renew)
                     watch.renew()
-                return
-            with conn.pipeline() as pipeline, conn.transaction():
-                yield _Transaction(conn, watch.renew, pipeline)
-                watch.renew()
+            else:
+                with conn.pipeline() as pipeline, conn.transaction():
+                    yield _Transaction(conn, watch.renew, pipeline)
+                    watch.renew()
+        except psycopg.Error as exc:
+            raise store_error(self._where, exc, self._give(conn)) from exc
+        except BaseException:
+            self._give(conn)
+            raise
+        self._give(conn)
 
     def close(self) -> None:
         """Close the pool and its connections."""

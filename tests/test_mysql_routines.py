@@ -1,10 +1,12 @@
-"""On MariaDB, an append of one message is a CALL of a stored procedure (migration 6).
+"""On MariaDB, an append of one message is a CALL of a stored procedure (migrations 6, 7).
 
 `sessionary_append_after_seen` moves the head and inserts only if its UPDATE found the
-head where the store saw it; `sessionary_append_locked` locks, checks and answers in one
-packed column (`routine_rows`). A store whose CALL the server refuses (the procedure
-dropped, redefined, or not this user's to run) sends the script instead. A version 5
-schema keeps its procedures (clients of that release still CALL them) and gains these.
+head where the store saw it; `sessionary_append_by_key` (migration 7) finds, locks,
+checks and moves the head in one UPDATE by the session's key and answers in one packed
+column (`routine_rows`), as migration 6's `sessionary_append_locked` did after a locking
+read. A store whose CALL the server refuses (the procedure dropped, redefined, or not
+this user's to run) sends the script instead. A version 5 or 6 schema keeps its
+procedures (clients of that release still CALL them) and gains these.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 
 import sessionary
 from sessionary import Message
+from sessionary.stores import mysql
 from sessionary.stores._mysql_sql import ROUTINE_NAMES, routine_rows
 from sessionary.stores.mysql import _literal, connect_options
 
@@ -52,13 +55,20 @@ def _calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return sent
 
 
-def _writers(url: str, session_id: str, count: int, each: int) -> list[BaseException]:
-    """`count` threads, each its own manager, appending `each` messages to one session."""
+def _writers(
+    url: str, session_id: str, count: int, each: int, before: Any = None
+) -> list[BaseException]:
+    """`count` threads, each its own manager, appending `each` messages to one session.
+
+    `before(n)`, if given, runs first in writer `n`'s thread.
+    """
     errors: list[BaseException] = []
     start = threading.Barrier(count)
 
     def write(n: int) -> None:
         try:
+            if before is not None:
+                before(n)
             with sessionary.SessionManager(url) as manager:
                 session = manager.session(session_id)
                 start.wait(timeout=30)
@@ -115,8 +125,8 @@ def test_one_message_appends_call_the_procedures(
         after = ours.append(Message.user("after its own"))
         assert [sql.split("(")[0] for sql in sent] == [
             "CALL sessionary_append_after_seen",
-            "CALL sessionary_append_locked",
-            "CALL sessionary_append_locked",
+            "CALL sessionary_append_by_key",
+            "CALL sessionary_append_by_key",
             "CALL sessionary_append_after_seen",
         ]
         path = ours.history()
@@ -126,7 +136,8 @@ def test_one_message_appends_call_the_procedures(
     assert (learns.parent_id, after.parent_id) == (moved.id, learns.id)
 
 
-def test_a_call_for_a_missing_session_answers_without_warnings(mysql_url: str) -> None:
+@pytest.mark.parametrize("name", ["sessionary_append_locked", ROUTINE_NAMES[1]])
+def test_a_call_for_a_missing_session_answers_without_warnings(mysql_url: str, name: str) -> None:
     with sessionary.SessionManager(mysql_url) as manager:
         manager.create(id="s")
         if not _mariadb(manager):
@@ -135,8 +146,9 @@ def test_a_call_for_a_missing_session_answers_without_warnings(mysql_url: str) -
     try:
         with conn.cursor() as cursor:
             for session in ("s", "missing"):  # found (the head moves), then no row at all
-                args = (True, None, "", "", session, f"id-{session}", "user", 1, "{}", "", 1)
-                cursor.execute(f"CALL sessionary_append_locked({', '.join(['%s'] * 11)})", args)
+                args = (True, None, "default", "default", session, f"id-{session}", "user")
+                args += (1, "{}", "", 1)
+                cursor.execute(f"CALL {name}({', '.join(['%s'] * 11)})", args)
                 while cursor.nextset():
                     pass
                 assert not conn.show_warnings(), session
@@ -205,15 +217,96 @@ def test_a_version_5_schema_keeps_its_procedures_and_gains_these(mysql_url: str)
         ]
         assert store._driver._routines is False
     with sessionary.SessionManager(mysql_url) as new:
-        assert [r[0] for r in _rows(new, _ROUTINES)] == sorted(
-            ["sessionary_append", "sessionary_append_after", *ROUTINE_NAMES]
-        )
+        earlier = ["sessionary_append", "sessionary_append_after", "sessionary_append_locked"]
+        assert [r[0] for r in _rows(new, _ROUTINES)] == sorted([*earlier, *ROUTINE_NAMES])
         new.session("s").append(Message.user("after", id="m1"))
         assert new.store._driver._routines is _mariadb(new)  # type: ignore[attr-defined]
     assert _writers(mysql_url, "s", 8, 25) == []
     with sessionary.SessionManager(mysql_url) as after:
         expected = {"m0", "m1", *(f"w{n}-{k}" for n in range(8) for k in range(25))}
         _whole(after, "s", expected)
+
+
+def test_a_version_6_schema_keeps_the_locked_procedure_for_its_clients(
+    mysql_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with sessionary.SessionManager(mysql_url) as old:
+        store: Any = old.store
+        store._dialect.migrations = store._dialect.migrations[:6]  # this instance only
+        old.create(id="s").append(Message.user("before", id="m0"))
+        names = [r[0] for r in _rows(old, _ROUTINES)]
+        assert "sessionary_append_locked" in names and ROUTINE_NAMES[1] not in names
+    with sessionary.SessionManager(mysql_url) as new:
+        names = [r[0] for r in _rows(new, _ROUTINES)]
+        assert {"sessionary_append_locked", *ROUTINE_NAMES} <= set(names)
+        new.session("s").append(Message.user("after", id="m1"))
+        mariadb = _mariadb(new)
+    # Four writers CALL the version 6 procedure, as clients of that release do, while
+    # four of this release CALL its successor, on the same session at once.
+    released = threading.local()
+    call = mysql._call
+
+    def either(conn: Any, sql: str, params: Any) -> str | None:
+        found = call(conn, sql, params)
+        if found is not None and getattr(released, "old", False):
+            return found.replace(f"CALL {ROUTINE_NAMES[1]}(", "CALL sessionary_append_locked(")
+        return found
+
+    def mark(n: int) -> None:
+        released.old = n % 2 == 0
+
+    monkeypatch.setattr(mysql, "_call", either)
+    sent = _calls(monkeypatch)
+    assert _writers(mysql_url, "s", 8, 25, mark) == []
+    if mariadb:
+        called = {sql.split("(")[0] for sql in sent if sql.startswith("CALL")}
+        assert {"CALL sessionary_append_locked", f"CALL {ROUTINE_NAMES[1]}"} <= called
+    with sessionary.SessionManager(mysql_url) as after:
+        expected = {"m0", "m1", *(f"w{n}-{k}" for n in range(8) for k in range(25))}
+        _whole(after, "s", expected)
+
+
+def test_the_by_key_procedure_appends_only_after_the_expected_head(mysql_url: str) -> None:
+    with sessionary.SessionManager(mysql_url) as manager:
+        session = manager.create(id="s")
+        if not _mariadb(manager):
+            pytest.skip("MySQL runs the scripts")
+        (pk,) = _rows(manager, "SELECT pk FROM sessions WHERE id = 's'")[0]
+    conn = pymysql.connect(**connect_options(mysql_url, 5, "database"))
+    marks = ", ".join(["%s"] * 11)
+
+    def call(any_head: bool, expected: str | None, msg: str) -> list[tuple[Any, ...]]:
+        args = (any_head, expected, "default", "default", "s", msg, "user", 1, "{}", "", 2)
+        with conn.cursor() as cursor:
+            cursor.execute(f"CALL {ROUTINE_NAMES[1]}({marks})", args)
+            rows = list(cursor.fetchall()) if cursor.description else []
+            while cursor.nextset():
+                pass
+        return rows
+
+    def stored() -> list[tuple[Any, ...]]:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT head_id, head_depth, message_count FROM sessions")
+            head = cursor.fetchone()
+            cursor.execute("SELECT id, parent_id, depth FROM messages ORDER BY seq")
+            return [head, *cursor.fetchall()]
+
+    try:
+        assert call(False, "nowhere", "a") == []  # an empty session's head is NULL
+        assert stored() == [(None, -1, 0)]
+        assert call(False, None, "a") == [(f"1 {pk} -1",)]
+        assert call(True, None, "b") == [(f"1 {pk} 0 a",)]
+        assert call(False, "a", "c") == []  # the head is b now: nothing changes
+        assert stored() == [("b", 1, 2), ("a", None, 0), ("b", "a", 1)]
+        assert call(False, "b", "c") == [(f"1 {pk} 1 b",)]
+        assert stored() == [("c", 2, 3), ("a", None, 0), ("b", "a", 1), ("c", "b", 2)]
+        with pytest.raises(pymysql.err.IntegrityError):  # an id stored: rolled back whole
+            call(True, None, "a")
+        conn.rollback()
+        assert stored() == [("c", 2, 3), ("a", None, 0), ("b", "a", 1), ("c", "b", 2)]
+    finally:
+        conn.close()
+    del session
 
 
 def test_eight_writers_on_one_session_lose_repeat_and_fork_nothing(mysql_url: str) -> None:

@@ -363,7 +363,7 @@ def test_mysql_appends_take_one_request_each(
         requests.clear()
         answers[0] = 0
         ours.append(Message.user("locks at once"))
-        locked = "CALL sessionary_append_locked(" if mariadb else "FOR UPDATE"
+        locked = f"CALL {_mysql_sql.ROUTINE_NAMES[1]}(" if mariadb else "FOR UPDATE"
         assert len(requests) == 1 and locked in requests[0]
         assert answers[0] == (2 if mariadb else 7)  # the head it found, and the end
         ours.append(Message.user("finds its own head"))  # locking still, and so learns

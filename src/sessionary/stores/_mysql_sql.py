@@ -46,7 +46,7 @@ see `stores.mysql`): one answer instead of one per statement, and no result writ
 while the script runs. Every other write is a transaction of single statements whose
 COMMIT is sent alone.
 
-Stored procedures (migrations 5 and 6): an append of one message, the usual case, is
+Stored procedures (migrations 5 to 7): an append of one message, the usual case, is
 also a procedure of the same statements and guards, `sessionary_append_after_seen` and
 `sessionary_append_locked`, which the MariaDB driver CALLs instead of sending the script
 (`routine_call`). The server parses a compound statement at every call but a procedure
@@ -61,8 +61,10 @@ UPDATE the session's row by its primary key alone (`FORCE INDEX`; else the range
 optimizer weighs `sessions_ttl` for `ttl_us IS NULL` at every call, another tenth).
 `sessionary_append_locked` keeps what it locked in local variables and answers in one
 packed column (`routine_rows`) instead of four, each of which PyMySQL parses a
-definition of. Migration 5's `sessionary_append_after` and `sessionary_append` stay, for
-clients of that release still running against an upgraded schema. The procedures run
+definition of. Migration 7's `sessionary_append_by_key` replaces it: its UPDATE locks,
+checks and moves the head at once, with no locking read before it (see `ROUTINE_NAMES`).
+The procedures of earlier migrations stay, for clients of those releases still running
+against an upgraded schema. The procedures run
 with the caller's rights (`SQL SECURITY INVOKER`) and need the CREATE ROUTINE privilege
 when the schema is created or upgraded; a user who may not see them (no EXECUTE) runs
 the scripts, as does a store whose CALL the server refuses (`stores.mysql._refused`).
@@ -354,12 +356,49 @@ IF v_pk IS NOT NULL THEN
 END IF;
 END""",
 )
-ROUTINE_NAMES = ("sessionary_append_after_seen", "sessionary_append_locked")
-"""The stored procedures one-message appends CALL (migration 6, see `routine_call`).
+_V7: tuple[str, ...] = (
+    "DROP PROCEDURE IF EXISTS sessionary_append_by_key",
+    f"""CREATE PROCEDURE sessionary_append_by_key{_LOCKED_PARAMETERS}
+MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+DECLARE v_ok BOOLEAN DEFAULT FALSE;
+START TRANSACTION;
+UPDATE sessions FORCE INDEX (sessions_key)
+    SET head_id = IF((@sx_head := head_id) IS NULL, p_id, p_id),
+    head_depth = (@sx_depth := head_depth) + 1, message_count = message_count + 1,
+    updated_us = p_now + LEAST(0, @sx_pk := pk)
+    WHERE tenant = p_tenant AND user_id = p_user AND id = p_session AND ttl_us IS NULL
+    AND (p_any OR head_id <=> p_expected);
+SET v_ok = ROW_COUNT() > 0;
+IF v_ok THEN
+    INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
+        VALUES (@sx_pk, p_id, @sx_head, @sx_depth + 1, p_role, p_created, p_data, p_text);
+END IF;
+COMMIT;
+IF v_ok THEN
+    SELECT concat_ws(' ', 1, @sx_pk, @sx_depth, @sx_head);
+END IF;
+END""",
+)
+ROUTINE_NAMES = ("sessionary_append_after_seen", "sessionary_append_by_key")
+"""The stored procedures one-message appends CALL (migrations 6 and 7, see `routine_call`).
 
-`sessionary_append_locked` handles NOT FOUND: its `SELECT ... INTO` finds no row for a
-missing session, which would leave warning 1329 on the CALL's answer, and aiomysql
-fetches a warning (SHOW WARNINGS, one more round trip) and raises it as a Python warning.
+`sessionary_append_by_key` (migration 7) does what migration 6's
+`sessionary_append_locked` does, without its locking read: the UPDATE that moves the head
+finds the session by its key, locks its row, checks the expected head, and keeps the
+row's pk, head and depth as it found them in user variables (`@v := column` in its SET
+clause, evaluated for the one row it changes, before the head moves), which the INSERT
+and the answer then read. On MariaDB a `SELECT ... FOR UPDATE` is planned by the join
+optimizer at every call (a const table read while planning), about a sixth of the
+server's CPU of an append on a session eight writers share (bench/probe_mysql_locked.py).
+It answers only when it appended, with nothing when the session is missing or its head
+is elsewhere: the store's general path sorts those out, as it did `ok = 0`. Its UPDATE
+finds no row for a missing session without a warning, so it needs no NOT FOUND handler
+(`sessionary_append_locked`'s `SELECT ... INTO` does: warning 1329 would reach aiomysql,
+which fetches it, one more round trip, and raises it as a Python warning). MySQL 8
+deprecates `:=` in expressions but still runs it; its stores send the scripts anyway
+(`stores.mysql._calls_routines`). `sessionary_append_locked` stays, for clients of the
+release that CALLs it.
 (No SQL comment in a routine's body: the `mysql` client strips them from a script run by
 hand, and the routine would then differ from the one a store creates.)"""
 _HEAD_AND_DOCUMENT = f"""
@@ -405,6 +444,7 @@ class MySQLDialect(Dialect):
         (4, "a TTL per session (retention), sliding or fixed", _V4),
         (5, "appends of one message as stored procedures, parsed once per connection", _V5),
         (6, "append procedures guarded by the head's UPDATE, answering in one column", _V6),
+        (7, "an append procedure that locks the session by its UPDATE, not a locking read", _V7),
     )
     appends_alone = True
 
@@ -633,7 +673,7 @@ _ROUTINES: dict[str, tuple[str, tuple[int, ...]]] = {
         (0, 1, 3, 4, 5, 6, 11, 12, 13, 14),
     ),
     MySQLDialect().append_sql(1): (
-        "sessionary_append_locked",
+        "sessionary_append_by_key",
         (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11),
     ),
 }
@@ -644,7 +684,7 @@ procedure takes, by position (see `routine_call`)."""
 def routine_call(sql: str, params: Sequence[Any]) -> tuple[str, list[Any]] | None:
     """The stored procedure that does what a one-message append script does, and its values.
 
-    The procedures (migration 6) hold the scripts' statements, with the same guards: the
+    The procedures (migrations 6 and 7) hold the scripts' statements, with the same guards: the
     server parses a procedure once per connection and keeps it, where a script is
     parsed at every call, and the CALL carries fewer parameters. None for any other
     statement, which runs as it is.
@@ -657,13 +697,14 @@ def routine_call(sql: str, params: Sequence[Any]) -> tuple[str, list[Any]] | Non
 
 
 def routine_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
-    """The rows `append_sql` ends with, from `sessionary_append_locked`'s one column.
+    """The rows `append_sql` ends with, from `sessionary_append_by_key`'s one column.
 
     The procedure packs its answer (whether it appended, the session's pk, and the
     head's depth and id as it found them) into one text column, since PyMySQL parses
     every column's definition in Python, most of a client's time of reading the
     answer. The head is the rest of the text after the third space; a session without
-    messages has none (NULL, which `concat_ws` leaves out).
+    messages has none (NULL, which `concat_ws` leaves out). (`sessionary_append_locked`,
+    migration 6's, answered so too, with `0` first where it did not append.)
     """
     out = []
     for (packed,) in rows:

@@ -28,8 +28,13 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-APP = f"probe_pg_cpu_{os.getpid()}"
-os.environ["PGAPPNAME"] = APP  # every connection of this process is named so
+os.environ["PGAPPNAME"] = f"probe_pg_cpu_{os.getpid()}"  # every connection is named so
+
+
+def _app() -> str:
+    """The name this process's connections carry: `Postgres.setup` renames them."""
+    return os.environ["PGAPPNAME"]
+
 
 import psycopg  # noqa: E402
 
@@ -68,7 +73,7 @@ def _sample(stop: threading.Event, events: collections.Counter[str]) -> None:
     """Count this process's active backends' wait events until `stop`."""
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
         while not stop.is_set():
-            for (event,) in conn.execute(SAMPLE, (APP,)):
+            for (event,) in conn.execute(SAMPLE, (_app(),)):
                 events[event] += 1
             events[""] += 1
             time.sleep(0.002)
@@ -90,7 +95,7 @@ def _server_ticks(admin: psycopg.Connection[Any]) -> dict[int, int]:
         for (pid,) in admin.execute(
             "SELECT pid FROM pg_stat_activity WHERE application_name = %s "
             "AND pid <> pg_backend_pid()",
-            (APP,),
+            (_app(),),
         )
     ]
     ticks = {}

@@ -21,6 +21,7 @@ from typing import Any
 
 from sessionary.kv.keys import check_key, check_prefix, check_value, prefix_end
 from sessionary.stores._runner import AsyncRunner
+from sessionary.stores._sqlite_fork import Carried
 from sessionary.stores._sqlite_rows import store_error
 
 __all__ = ["AsyncSQLiteDriver", "SQLiteDriver"]
@@ -29,8 +30,11 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT N
 _UPSERT = "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = ?2"
 
 
-class SQLiteDriver:
-    """A key-value driver over one SQLite file; thread-safe and multi-process safe."""
+class SQLiteDriver(Carried):
+    """A key-value driver over one SQLite file; thread-safe and multi-process safe.
+
+    A forked child opens the file again (see `sessionary.stores._sqlite_fork`).
+    """
 
     def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
         """Open (and if needed create) the database at `path`.
@@ -44,19 +48,26 @@ class SQLiteDriver:
         """
         self.path = path
         self._lock = threading.RLock()
+        self._busy_timeout = busy_timeout
+        self._db = self._reconnect()
+        self._carry()
+
+    def _reconnect(self) -> sqlite3.Connection:
+        """A connection to the file, set up (the table created if missing)."""
         try:
-            self._db = sqlite3.connect(
-                path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
+            db = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout
             )
         except sqlite3.Error as exc:
-            raise store_error(path, exc) from exc
+            raise store_error(self.path, exc) from exc
         try:
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = FULL")
-            self._db.execute(_SCHEMA)
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = FULL")
+            db.execute(_SCHEMA)
         except sqlite3.Error as exc:
-            self._db.close()
-            raise store_error(path, exc) from exc
+            db.close()
+            raise store_error(self.path, exc) from exc
+        return db
 
     @contextmanager
     def _run(self, begin: str | None = None) -> Iterator[sqlite3.Connection]:
@@ -122,6 +133,7 @@ class SQLiteDriver:
         """Close the connection."""
         with self._lock:
             self._db.close()
+            self._uncarry()
 
 
 class AsyncSQLiteDriver:

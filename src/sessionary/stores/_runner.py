@@ -44,7 +44,8 @@ class AsyncRunner:
 
     Like a store on a loop of its own, a call whose caller is cancelled still runs to its
     end on the worker, and its result is dropped. After `close` (idempotent) every call
-    raises `Closed`.
+    raises `Closed`. In a forked child, where the worker did not come along, a runner not
+    closed starts a worker of its own.
     """
 
     def __init__(self, blocking: bool, lock: _Lock | None = None) -> None:
@@ -54,14 +55,28 @@ class AsyncRunner:
         # Held while a job is queued and while closing, so no job lands behind the stop.
         self._guard = threading.Lock()
         if blocking:
-            self._queue = _Jobs()
-            self._thread = threading.Thread(
-                target=_work,
-                args=(self._queue, self._guard),
-                name="sessionary-store",
-                daemon=True,
-            )
-            self._thread.start()
+            self._start()
+            _workers.add(self)
+
+    def _start(self) -> None:
+        """Start the worker, with a queue of its own."""
+        self._queue = _Jobs()
+        self._thread = threading.Thread(
+            target=_work,
+            args=(self._queue, self._guard),
+            name="sessionary-store",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def _after_fork(self) -> None:
+        """In a forked child: the worker did not come along; start another.
+
+        Calls queued in the parent at the fork are the parent's and stay there.
+        """
+        self._guard = threading.Lock()
+        if not self.closed:
+            self._start()
 
     def bind(
         self, fn: Callable[..., T], quick: Callable[..., bool] | None = None
@@ -137,6 +152,18 @@ class AsyncRunner:
             self._queue.put((_inboxes.get(loop) or _inbox(loop), future, fn, ()))
             self._queue.put(None)
         await future
+
+
+_workers: weakref.WeakSet[AsyncRunner] = weakref.WeakSet()
+"""Every runner with a worker thread: given another in a forked child."""
+
+
+def _after_fork_in_child() -> None:
+    for runner in list(_workers):
+        runner._after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Lock(Protocol):

@@ -17,6 +17,8 @@ pointed at; any write through it fails with `StoreUnavailable`.
 No migration: `migrate=False` opens an existing file (`mode=rw`: a missing one is not
 created) for reading and writing, and refuses it, unchanged, unless its schema is at
 this code's version, as a reader does; the schema is applied by someone else.
+
+Fork: a forked child opens the file again (see `_sqlite_fork`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from sessionary.records import Scope
 from sessionary.retention import Clock, clock_us, system_clock
 from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES
 from sessionary.stores._rows import now_us
+from sessionary.stores._sqlite_fork import Carried
 from sessionary.stores._sqlite_rows import store_error
 from sessionary.stores._sqlite_schema import MIGRATIONS, statements
 
@@ -44,7 +47,7 @@ _APPLY_HINT = (
 )
 
 
-class SQLiteBase:
+class SQLiteBase(Carried):
     """One connection to one SQLite file, shared by the threads of one store."""
 
     def __init__(
@@ -64,26 +67,18 @@ class SQLiteBase:
         self.max_message_bytes = max_message_bytes
         self.clock = clock
         self._lock = threading.RLock()
-        try:
-            mode = "ro" if readonly else None if migrate else "rw"
-            self._db = sqlite3.connect(
-                path if mode is None else f"file:{quote(path)}?mode={mode}",
-                uri=mode is not None,
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=busy_timeout,
-                cached_statements=256,
-            )
-        except sqlite3.Error as exc:
-            raise store_error(path, exc) from exc
+        self._mode = "ro" if readonly else None if migrate else "rw"
+        self._busy_timeout = busy_timeout
+        self._durability = durability
+        self._db = self._connect()
         try:
             if readonly:
                 self._check_schema("open it for writing once to migrate it")
             elif not migrate:
                 self._check_schema(_APPLY_HINT)
-                self._configure(durability)
+                _configure(self._db, durability)
             else:
-                self._configure(durability)
+                _configure(self._db, durability)
                 self._migrate()
         except sqlite3.Error as exc:
             self._db.close()
@@ -91,6 +86,32 @@ class SQLiteBase:
         except BaseException:
             self._db.close()
             raise
+        self._carry()
+
+    def _connect(self) -> sqlite3.Connection:
+        """A new connection to the file, in the mode the store was opened with."""
+        path, mode = self.path, self._mode
+        try:
+            return sqlite3.connect(
+                path if mode is None else f"file:{quote(path)}?mode={mode}",
+                uri=mode is not None,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self._busy_timeout,
+                cached_statements=256,
+            )
+        except sqlite3.Error as exc:
+            raise store_error(path, exc) from exc
+
+    def _reconnect(self) -> sqlite3.Connection:
+        db = self._connect()
+        if self._mode != "ro":
+            try:
+                _configure(db, self._durability)
+            except sqlite3.Error as exc:
+                db.close()
+                raise store_error(self.path, exc) from exc
+        return db
 
     @property
     def inline_lock(self) -> threading.RLock:
@@ -100,11 +121,6 @@ class SQLiteBase:
         `sessionary.stores._runner.AsyncRunner`).
         """
         return self._lock
-
-    def _configure(self, durability: str) -> None:
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute(f"PRAGMA synchronous = {durability.upper()}")
-        self._db.execute("PRAGMA foreign_keys = OFF")
 
     def _migrate(self) -> None:
         with self._write() as db:
@@ -194,6 +210,7 @@ class SQLiteBase:
         """Close the connection."""
         with self._lock:
             self._db.close()
+            self._uncarry()
 
     def _now_us(self) -> int:
         """The store's clock now, in microseconds (what writes stamp, what expiry checks)."""
@@ -220,3 +237,9 @@ class SQLiteBase:
                 "SELECT updated_us FROM sessions_now WHERE pk = ?", (row[0],)
             ).fetchone()[0]
         return int(start) + int(row[1]) <= self._now_us()
+
+
+def _configure(db: sqlite3.Connection, durability: str) -> None:
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute(f"PRAGMA synchronous = {durability.upper()}")
+    db.execute("PRAGMA foreign_keys = OFF")

@@ -135,6 +135,10 @@ class SQLiteEngine(SQLiteDocuments):
         # a new cursor per call, which the one-statement append would otherwise pay for.
         self._appender = self._db.cursor()
 
+    def _reconnected(self) -> None:
+        self._heads.clear()
+        self._appender = self._db.cursor()
+
     # ------------------------------------------------------------------ appends
 
     def append(

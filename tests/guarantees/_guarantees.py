@@ -8,10 +8,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import queue
 import subprocess
 import sys
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -185,3 +187,16 @@ def sqlite_file(url: str) -> str | None:
     if not url.startswith(prefix):
         return None
     return url[len(prefix) :].partition("?")[0]
+
+
+def wait_for_child(pid: int, hang: float) -> int:
+    """The exit code of a forked child, which is killed if it runs over `hang` seconds."""
+    deadline = time.monotonic() + hang
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    raise AssertionError("the forked child hung")

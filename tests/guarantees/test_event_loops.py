@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _guarantees import wait_for_child
 
 from sessionary import AsyncSessionManager, Closed, Message, SessionManager
 from sessionary.kv import AsyncIncrementalSessionManager, AsyncRedisDriver, AsyncSQLiteDriver
@@ -254,19 +255,6 @@ def test_a_store_never_closed_lets_the_interpreter_exit_quietly(
     assert (done.returncode, done.stderr) == (0, "")
 
 
-def _wait_for_child(pid: int) -> int:
-    """The exit code of a forked child, which is killed if it hangs."""
-    deadline = time.monotonic() + HANG
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.05)
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    raise AssertionError("the forked child hung")
-
-
 @pytest.mark.parametrize("server", ["postgres", "redis", "mysql"])
 def test_a_forked_child_starts_afresh(request: pytest.FixtureRequest, server: str) -> None:
     chat = StoreChat(request.getfixturevalue(f"{server}_url"))
@@ -282,7 +270,7 @@ def test_a_forked_child_starts_afresh(request: pytest.FixtureRequest, server: st
             code = 0
         finally:
             os._exit(code)
-    assert _wait_for_child(pid) == 0
+    assert wait_for_child(pid, HANG) == 0
     asyncio.run(chat.append("parent again"))  # the parent's connections still work
     assert asyncio.run(chat.texts()) == ["parent", "child", "parent again"]
     asyncio.run(chat.close())

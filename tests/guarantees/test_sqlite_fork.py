@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _guarantees import wait_for_child
 
 from sessionary import AsyncSessionManager, Message, SessionManager, StoreUnavailable
 from sessionary.kv import AsyncSQLiteDriver, SQLiteDriver
@@ -41,19 +41,6 @@ def _fork(child: Callable[[], object]) -> int:
     return pid
 
 
-def _exit_code(pid: int) -> int:
-    """The child's exit code; it is killed if it hangs."""
-    deadline = time.monotonic() + HANG
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.02)
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    raise AssertionError("the forked child hung")
-
-
 def _texts(url: str) -> list[str]:
     with SessionManager(url) as manager:
         return [m.text for m in manager.session("chat").history()]
@@ -70,7 +57,7 @@ def test_an_async_store_carries_into_a_forked_child(tmp_path: Path) -> None:
     asyncio.run(manager.create(id="chat"))
     asyncio.run(append("parent"))  # the parent's worker thread now runs
     pid = _fork(lambda: asyncio.run(append("child")))
-    assert _exit_code(pid) == 0
+    assert wait_for_child(pid, HANG) == 0
     asyncio.run(append("parent again"))  # the parent's worker and connection still work
     asyncio.run(manager.close())
     assert _texts(url) == ["parent", "child", "parent again"]
@@ -100,7 +87,7 @@ def test_a_childs_writes_outlive_the_parent_closing_the_file(tmp_path: Path) -> 
     assert os.read(to_parent_r, 1) == b"1"
     manager.close()
     os.write(to_child_w, b"2")
-    assert _exit_code(pid) == 0
+    assert wait_for_child(pid, HANG) == 0
     for end in (to_child_r, to_child_w, to_parent_r, to_parent_w):
         os.close(end)
     assert _texts(url) == ["parent", "child"]
@@ -135,7 +122,7 @@ def test_a_store_busy_at_the_fork_is_unavailable_in_the_child(
         assert _texts(url) == ["before"]  # a store opened in the child works
 
     pid = _fork(child)
-    assert _exit_code(pid) == 0
+    assert wait_for_child(pid, HANG) == 0
     done.set()
     thread.join()
     session.append(Message.user("after"))
@@ -154,7 +141,7 @@ def test_a_key_value_driver_carries_into_a_forked_child(tmp_path: Path) -> None:
         await driver.close()
 
     pid = _fork(lambda: asyncio.run(child()))
-    assert _exit_code(pid) == 0
+    assert wait_for_child(pid, HANG) == 0
     assert asyncio.run(driver.get("child")) == "2"
     asyncio.run(driver.close())
 
@@ -169,6 +156,6 @@ def test_an_in_memory_driver_keeps_its_copy_in_the_child() -> None:
         assert driver.get("child") == "2"
 
     pid = _fork(child)
-    assert _exit_code(pid) == 0
+    assert wait_for_child(pid, HANG) == 0
     assert driver.get("child") is None  # the child's copy was its own
     driver.close()

@@ -93,6 +93,40 @@ def test_a_childs_writes_outlive_the_parent_closing_the_file(tmp_path: Path) -> 
     assert _texts(url) == ["parent", "child"]
 
 
+def test_forks_during_appends_wait_for_the_append_in_flight(tmp_path: Path) -> None:
+    # A thread appends without pause through an async store while the main thread forks:
+    # each fork waits for the append in flight, and each child appends through its own
+    # connection and worker; the parent's chain stays whole.
+    url = f"sqlite:///{tmp_path / 'chat.db'}"
+    manager = AsyncSessionManager(url)
+    stop, started = threading.Event(), threading.Event()
+
+    async def keep_appending() -> None:
+        chat = await manager.create(id="chat")
+        while not stop.is_set():
+            await chat.append(Message.user("parent"))
+            started.set()
+
+    writer = threading.Thread(target=asyncio.run, args=(keep_appending(),))
+    writer.start()
+    started.wait()
+    try:
+        for i in range(5):
+            child = manager.session("chat").append(Message.user(f"child {i}"))
+            pid = _fork(lambda: asyncio.run(child))  # noqa: B023 (run before the next turn)
+            child.close()  # the parent's copy of the coroutine, never run here
+            assert wait_for_child(pid, HANG) == 0
+    finally:
+        stop.set()
+        writer.join()
+    asyncio.run(manager.close())
+    with SessionManager(url) as reopened:
+        session = reopened.session("chat")
+        texts = [m.text for m in session.history()]
+        assert len(texts) == session.message_count()  # one chain from the head
+    assert [t for t in texts if t != "parent"] == [f"child {i}" for i in range(5)]
+
+
 def test_a_store_busy_at_the_fork_is_unavailable_in_the_child(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

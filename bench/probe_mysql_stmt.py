@@ -1,11 +1,12 @@
 """Where a MariaDB append's server CPU goes, statement by statement.
 
-    python bench/probe_mysql_stmt.py [appends per block] [rounds] [variant,...]
+    python bench/probe_mysql_stmt.py [appends per block] [rounds] [variant,...] [threads]
 
-One connection per variant, one session each, appends one at a time; the server's CPU
-is that of the connection's own thread (`information_schema.PROCESSLIST.TID`, read from
-`/proc/<mariadbd>/task/<tid>/schedstat`), so it leaves out InnoDB's background threads
-(the log writer's fsync among them). Variants, each a scratch database of its own:
+One connection per variant (or `threads`, below), one session each, appends one at a
+time; the server's CPU is that of the connections' own threads
+(`information_schema.PROCESSLIST.TID`, read from `/proc/<mariadbd>/task/<tid>/schedstat`),
+so it leaves out InnoDB's background threads (the log writer's fsync among them).
+Variants, each a scratch database of its own:
 
 - `raw`: bench/srv_sql.py's raw writer: an INSERT into a bare table, then COMMIT.
 - `script`: sessionary's `append_after_sql` as the driver sends it (`BEGIN NOT ATOMIC`).
@@ -24,11 +25,39 @@ is that of the connection's own thread (`information_schema.PROCESSLIST.TID`, re
 - `insert`, `update`: the script's INSERT (as `VALUES`), or its UPDATE, alone in a
   transaction of three round trips (START TRANSACTION, the statement, COMMIT).
 - `rawtext`: `raw` with the search tokens appended to the body (as wide as our rows).
+- `seen`: a CALL of the schema's own `sessionary_append_after_seen`, as the store sends it.
+- `seen-noparent`: `seen` on a database without the `messages_parent` index.
+- `seen-notrigger`: `seen` without the messages' insert trigger (nothing queued: a floor).
+- `seen-queue`: `seen`'s statements in a procedure of the probe's own that queues the
+  message in `search_pending` itself, on a database without the insert trigger.
+- `seen-both`: `seen-queue` without the `messages_parent` index too.
+- `seen-lean`: `seen` without the insert trigger and the `messages_parent` index (the
+  floor of what leaving out the queue and that index could save).
+- `seen-noactivity`: `seen` without the `sessions_activity` index.
+- `seen-noupdate`: `seen` without its UPDATE of the session's row (the INSERT alone in
+  the procedure's transaction): what the head's move costs.
+- `seen-missupdate`: `seen` whose UPDATE looks up a pk no row has (the statement's
+  parse-free overhead, opening the table and planning, without changing a row), then
+  inserts anyway: what of the head's move is statement overhead, not InnoDB's work.
+- `key`: every connection appends to the ONE session they share by CALLing the schema's
+  `sessionary_append_by_key` (the store's locked path, 8 writers on one session).
+- `key-quiet`: `key` by a copy of the procedure that answers nothing (what the answer
+  costs).
+- `seen-fn`: `seen`'s UPDATE and INSERT in a stored function, `SELECT`ed with autocommit
+  on (the statement is the transaction): a function runs prelocked, its tables opened
+  and locked once by the SELECT rather than by each statement.
 
-Prints per variant the server's CPU per append (all blocks; the median and least of the
-blocks, since a loaded machine only inflates it), the client's (this process), and the
-Handler_* counters per append. `proc` does what migration 5's `sessionary_append_after`
-does, in a procedure of the probe's own.
+With a fourth argument `threads` > 1, every variant runs that many connections at once,
+each appending to a session of its own in the variant's database (as 8 writers on
+distinct sessions do; the `key` variants' all share one), and the server's CPU is the
+sum over their threads.
+
+Prints per variant the server's CPU per append (of its connections' threads: all blocks;
+the median and least of the blocks, since a loaded machine only inflates it), the
+client's (this process), that of the server's other threads (purge, log writer; over each
+block and `SETTLE` seconds after it, less what they spend idle; other clients of the
+server add noise), and the Handler_* counters per append. `proc` does what migration 5's
+`sessionary_append_after` does, in a procedure of the probe's own.
 """
 
 from __future__ import annotations
@@ -38,6 +67,7 @@ import os
 import random
 import statistics
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -66,6 +96,18 @@ VARIANTS = (
     "proc2",
     "rowcount",
     "rowcountpk",
+    "seen",
+    "seen-noparent",
+    "seen-notrigger",
+    "seen-queue",
+    "seen-both",
+    "seen-lean",
+    "seen-noactivity",
+    "seen-noupdate",
+    "seen-missupdate",
+    "seen-fn",
+    "key",
+    "key-quiet",
 )
 
 
@@ -80,6 +122,36 @@ def _tid(conn: Any) -> int:
     with conn.cursor() as cur:
         cur.execute("SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
         return int(cur.fetchone()[0])
+
+
+SETTLE = 0.3
+"""Seconds after each block over which the server's background threads are still counted."""
+IDLE = [0.0]
+"""The background threads' CPU per second while no variant runs (other clients, timers)."""
+
+
+def _background() -> dict[int, int]:
+    """Nanoseconds on CPU of each server thread that serves no connection (purge, log...)."""
+    from bench.probe_mysql_cpu import _thread_cpu
+
+    pid = _server_pid()
+    assert pid is not None
+    admin = _mysql_connect(None, True)
+    try:
+        with admin.cursor() as cur:
+            cur.execute("SELECT TID FROM information_schema.PROCESSLIST")
+            serving = {int(row[0]) for row in cur.fetchall() if row[0]}
+    finally:
+        admin.close()
+    return {tid: ns for tid, ns in _thread_cpu(pid).items() if tid not in serving}
+
+
+def _idle(seconds: float) -> float:
+    """`IDLE`, measured over `seconds` of doing nothing."""
+    before = _background()
+    time.sleep(seconds)
+    spent = sum(ns - before.get(tid, ns) for tid, ns in _background().items())
+    return spent / 1e9 / seconds
 
 
 def _handlers(conn: Any) -> dict[str, int]:
@@ -100,10 +172,38 @@ _PROCEDURES = {
 }
 """Per procedure variant, what follows the head's UPDATE (see `_procedure`)."""
 _PROCEDURES["rowcountpk"] = _PROCEDURES["rowcount"]
+_QUEUED = ("seen-queue", "seen-both", "seen-noupdate", "seen-missupdate", "seen-fn")
+"""Variants CALLing the probe's own copy of `sessionary_append_after_seen` that queues."""
 
 
 def _procedure(name: str) -> str:
     """The probe's own procedure for a variant: the head's UPDATE, then the variant's insert."""
+    if name == "key-quiet":
+        from sessionary.stores import _mysql_sql
+
+        body = next(s for s in _mysql_sql._V7 if "sessionary_append_by_key(" in s)
+        body = body.replace("sessionary_append_by_key(", "probe_key(")
+        start = body.index("IF v_ok THEN\n    SELECT")
+        return body[:start] + "END"
+    if name in _QUEUED:
+        from sessionary.stores import _mysql_sql
+
+        body = next(s for s in _mysql_sql._V6 if "sessionary_append_after_seen(" in s)
+        body = body.replace("sessionary_append_after_seen(", "probe_seen(")
+        if name == "seen-noupdate":
+            start, end = body.index("UPDATE sessions"), body.index("INSERT INTO messages")
+            return body[:start] + "IF TRUE THEN\n    " + body[end:]
+        if name == "seen-fn":
+            body = body.replace("CREATE PROCEDURE", "CREATE FUNCTION").replace(
+                "MODIFIES SQL DATA", "RETURNS INT MODIFIES SQL DATA"
+            )
+            body = body.replace("START TRANSACTION;\n", "").replace("COMMIT;\n", "")
+            return body.replace("END IF;", "RETURN 1;\nEND IF;\nRETURN 0;", 1)
+        if name == "seen-missupdate":
+            body = body.replace("WHERE pk = p_pk", "WHERE pk = -p_pk")
+            return body.replace("IF ROW_COUNT() > 0 THEN", "IF TRUE THEN")
+        queue = "INSERT INTO search_pending (seq, n) VALUES (LAST_INSERT_ID(), 1);\nEND IF;"
+        return body.replace("END IF;", queue, 1)
     hint = " FORCE INDEX (PRIMARY)" if name == "rowcountpk" else ""
     return (
         "CREATE PROCEDURE probe_append(p_head VARCHAR(128), p_depth INT, p_n INT,"
@@ -119,11 +219,40 @@ def _procedure(name: str) -> str:
     )
 
 
-class Variant:
-    def __init__(self, name: str) -> None:
-        from urllib.parse import unquote, urlsplit, urlunsplit
+class Lane:
+    """One connection appending to one session of a variant's database."""
+
+    def __init__(self, name: str, db: str, session_id: str) -> None:
+        from urllib.parse import unquote, urlsplit
 
         import pymysql
+
+        parts = urlsplit(MYSQL_URL)
+        self.conn = pymysql.connect(
+            host=parts.hostname or "localhost",
+            port=parts.port or 3306,
+            user=unquote(parts.username or "root"),
+            password=unquote(parts.password or ""),
+            database=db,
+            charset="utf8mb4",
+            autocommit=name == "proc" or name not in ("raw",),
+            client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS,
+        )
+        with self.conn.cursor() as cur:
+            cur.execute("SET SESSION tx_isolation = 'READ-COMMITTED'")
+            cur.execute("SELECT pk, tenant, user_id FROM sessions WHERE id = %s", (session_id,))
+            pk, self.tenant, self.user = cur.fetchone()
+            self.pk = int(pk)
+            self.session = session_id
+        self.head: str | None = None
+        self.depth = -1
+        self.turns: Any = iter(())
+        self.tid = _tid(self.conn)
+
+
+class Variant:
+    def __init__(self, name: str, threads: int = 1) -> None:
+        from urllib.parse import urlsplit, urlunsplit
 
         from sessionary import SessionManager
         from sessionary.stores._mysql_sql import MySQLDialect
@@ -136,21 +265,13 @@ class Variant:
         admin.close()
         url = urlunsplit(urlsplit(MYSQL_URL)._replace(path=f"/{self.db}"))
         with SessionManager(url) as manager:
-            self.session_id = manager.create(name="probe").id
-        parts = urlsplit(MYSQL_URL)
-        self.conn = pymysql.connect(
-            host=parts.hostname or "localhost",
-            port=parts.port or 3306,
-            user=unquote(parts.username or "root"),
-            password=unquote(parts.password or ""),
-            database=self.db,
-            charset="utf8mb4",
-            autocommit=name == "proc" or name not in ("raw",),
-            client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS,
-        )
+            sessions = [manager.create(name="probe").id for _ in range(threads)]
+        if name.startswith("key"):
+            sessions = [sessions[0]] * threads
+        self.lanes = [Lane(name, self.db, session_id) for session_id in sessions]
+        self.conn = self.lanes[0].conn
         self.dialect = MySQLDialect()
         with self.conn.cursor() as cur:
-            cur.execute("SET SESSION tx_isolation = 'READ-COMMITTED'")
             if name in ("raw", "rawtext"):
                 cur.execute(
                     "CREATE TABLE raw_messages (seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
@@ -160,57 +281,79 @@ class Variant:
                     " created_us BIGINT NOT NULL, data LONGTEXT NOT NULL,"
                     " UNIQUE KEY raw_id (session_pk, id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
                 )
-            if name in ("notrigger", "bare"):
+            if name in ("notrigger", "bare", "seen-notrigger", "seen-lean", *_QUEUED[:2]):
                 cur.execute("DROP TRIGGER messages_search_insert")
-            if name in ("noactivity", "bare"):
+            if name in ("noactivity", "bare", "seen-noactivity"):
                 cur.execute("ALTER TABLE sessions DROP INDEX sessions_activity")
-            cur.execute("SELECT pk FROM sessions WHERE id = %s", (self.session_id,))
-            self.pk = int(cur.fetchone()[0])
-            if name in _PROCEDURES:
+            if name in ("seen-noparent", "seen-both", "seen-lean"):
+                cur.execute("ALTER TABLE messages DROP INDEX messages_parent")
+            if name in _PROCEDURES or name in _QUEUED or name == "key-quiet":
                 cur.execute(_procedure(name))
-        self.head: str | None = None
-        self.depth = -1
-        self.turns = iter(())
         self.served = 0
         self.client = 0.0
         self.count = 0
         self.blocks: list[float] = []
         self.handlers: dict[str, int] = {}
-        self.tid = _tid(self.conn)
+        self.background = 0.0
 
-    def _turn(self) -> Any:
-        for turn in self.turns:
+    def _turn(self, lane: Lane) -> Any:
+        for turn in lane.turns:
             return turn
-        self.turns = iter(conversation(random.randrange(1000), 200))
-        return next(self.turns)
+        lane.turns = iter(conversation(random.randrange(1000), 200))
+        return next(lane.turns)
 
-    def append(self) -> None:
+    def _call(self, cur: Any, lane: Lane, row: Any, params: Any, sql: str, now: int) -> None:
+        """An append by a CALL of a stored procedure (or a SELECT of a stored function)."""
+        from sessionary.records import Head
+        from sessionary.stores._mysql_sql import routine_call
+
+        if self.name.startswith("key"):
+            key = (lane.tenant, lane.user, lane.session)
+            params = self.dialect.append_params(key, Head.ANY, [row], now)
+            sql = self.dialect.append_sql(1)
+        call = routine_call(sql, params)
+        assert call is not None
+        proc = call[0]
+        if self.name == "key-quiet":
+            proc = "probe_key"
+        elif self.name in _QUEUED:
+            proc = "probe_seen"
+        marks = ", ".join(["%s"] * len(call[1]))
+        verb = "SELECT" if self.name == "seen-fn" else "CALL"
+        cur.execute(f"{verb} {proc}({marks})", call[1])
+        cur.fetchall()
+        while cur.nextset():
+            pass
+
+    def append(self, lane: Lane) -> None:
         from sessionary.stores.mysql import _one_statement
 
-        turn = self._turn()
+        turn = self._turn(lane)
         msg_id = f"{time.time_ns():016x}{os.urandom(8).hex()}"
         data = json.dumps({"role": turn.role, "content": turn.text})
         now = time.time_ns() // 1000
-        cur = self.conn.cursor()
+        cur = lane.conn.cursor()
         if self.name in ("raw", "rawtext"):
             if self.name == "rawtext":
                 data = data + self.dialect.index_text(turn.text)
             cur.execute(
                 "INSERT INTO raw_messages (session_pk, id, parent_id, role, created_us, data)"
                 " VALUES (%s, %s, %s, %s, %s, %s)",
-                (self.pk, msg_id, self.head, turn.role, now, data),
+                (lane.pk, msg_id, lane.head, turn.role, now, data),
             )
-            self.conn.commit()
+            lane.conn.commit()
         else:
-            row = (self.pk, msg_id, self.head, self.depth + 1, turn.role, now, data,
+            row = (lane.pk, msg_id, lane.head, lane.depth + 1, turn.role, now, data,
                    self.dialect.index_text(turn.text))  # fmt: skip
-            seen = (self.pk, self.head, self.depth)
+            seen = (lane.pk, lane.head, lane.depth)
             params = self.dialect.append_after_params(seen, [row], now)
             sql = self.dialect.append_after_sql(1)
-            if self.name in _PROCEDURES:
+            if self.name.startswith(("key", "seen")):
+                self._call(cur, lane, row, params, sql, now)
+            elif self.name in _PROCEDURES:
                 cur.execute(
                     "CALL probe_append(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (msg_id, self.depth + 1, 1, now, self.pk, self.head, self.depth,
+                    (msg_id, lane.depth + 1, 1, now, lane.pk, lane.head, lane.depth,
                      msg_id, turn.role, now, data, row[7]),
                 )  # fmt: skip
             elif self.name == "insert":
@@ -238,30 +381,50 @@ class Variant:
                 while cur.nextset():
                     pass
         cur.close()
-        self.head, self.depth = msg_id, self.depth + 1
+        lane.head, lane.depth = msg_id, lane.depth + 1
 
     def block(self, appends: int) -> None:
-        before_h = _handlers(self.conn)
-        server0 = _cpu(self.tid)
+        before_h = [_handlers(lane.conn) for lane in self.lanes]
+        background0 = _background()
+        server0 = sum(_cpu(lane.tid) for lane in self.lanes)
         client0 = time.process_time()
-        for _ in range(appends):
-            self.append()
+        if len(self.lanes) == 1:
+            for _ in range(appends):
+                self.append(self.lanes[0])
+        else:
+            threads = [
+                threading.Thread(
+                    target=lambda lane=lane: [self.append(lane) for _ in range(appends)]
+                )
+                for lane in self.lanes
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
         self.client += time.process_time() - client0
-        spent = _cpu(self.tid) - server0
+        spent = sum(_cpu(lane.tid) for lane in self.lanes) - server0
+        done = appends * len(self.lanes)
+        time.sleep(SETTLE)  # the purge of what the block left behind
+        self.background += (
+            sum(ns - background0.get(tid, ns) for tid, ns in _background().items())
+            - SETTLE * 1e9 * IDLE[0]
+        )
         self.served += spent
-        self.blocks.append(spent / appends / 1e3)
-        after_h = _handlers(self.conn)
-        for key, value in after_h.items():
-            self.handlers[key] = (
-                self.handlers.get(key, 0)
-                + value
-                - before_h.get(key, 0)
-                - (1 if key == "Handler_read_rnd_next" else 0)
-            )
-        self.count += appends
+        self.blocks.append(spent / done / 1e3)
+        for lane, before in zip(self.lanes, before_h, strict=True):
+            for key, value in _handlers(lane.conn).items():
+                self.handlers[key] = (
+                    self.handlers.get(key, 0)
+                    + value
+                    - before.get(key, 0)
+                    - (1 if key == "Handler_read_rnd_next" else 0)
+                )
+        self.count += done
 
     def close(self) -> None:
-        self.conn.close()
+        for lane in self.lanes:
+            lane.conn.close()
         admin = _mysql_connect(None, True)
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{self.db}`")
@@ -272,9 +435,10 @@ def main() -> None:
     appends = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     names = sys.argv[3].split(",") if len(sys.argv) > 3 else list(VARIANTS)
+    threads = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     if _server_pid() is None:
         raise SystemExit("mariadbd does not run on this machine")
-    variants = [Variant(name) for name in names]
+    variants = [Variant(name, threads) for name in names]
     try:
         order = random.Random("stmt")
         for variant in variants:
@@ -283,6 +447,8 @@ def main() -> None:
             variant.client = 0.0
             variant.handlers = {}
             variant.blocks = []
+            variant.background = 0.0
+        IDLE[0] = _idle(2.0)
         for _ in range(rounds):
             for variant in order.sample(variants, len(variants)):
                 variant.block(appends)
@@ -295,7 +461,8 @@ def main() -> None:
             print(
                 f"{v.name:10} server {v.served / v.count / 1e3:6.1f} us "
                 f"(median {statistics.median(v.blocks):6.1f}, least {min(v.blocks):6.1f})  "
-                f"client {1e6 * v.client / v.count:6.1f} us  {hs}"
+                f"client {1e6 * v.client / v.count:6.1f} us  "
+                f"background {v.background / v.count / 1e3:5.1f} us  {hs}"
             )
     finally:
         for variant in variants:

@@ -431,15 +431,18 @@ class Variant:
         admin.close()
 
 
-def main() -> None:
-    appends = int(sys.argv[1]) if len(sys.argv) > 1 else 500
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 4
-    names = sys.argv[3].split(",") if len(sys.argv) > 3 else list(VARIANTS)
-    threads = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+def measure(appends: int, rounds: int, names: list[str], threads: int = 1) -> list[Variant]:
+    """Run `names`' variants interleaved over `rounds` blocks of `appends` per connection.
+
+    Every variant's scratch database is dropped before this returns; the variants keep
+    their counts (`served`, `blocks`, `client`, `background`, `handlers`).
+    """
     if _server_pid() is None:
         raise SystemExit("mariadbd does not run on this machine")
-    variants = [Variant(name, threads) for name in names]
+    variants: list[Variant] = []
     try:
+        for name in names:
+            variants.append(Variant(name, threads))
         order = random.Random("stmt")
         for variant in variants:
             variant.block(50)  # warm up
@@ -452,21 +455,29 @@ def main() -> None:
         for _ in range(rounds):
             for variant in order.sample(variants, len(variants)):
                 variant.block(appends)
-        for v in variants:
-            hs = " ".join(
-                f"{k.removeprefix('Handler_')}={val / v.count:.1f}"
-                for k, val in sorted(v.handlers.items())
-                if val / v.count >= 0.05
-            )
-            print(
-                f"{v.name:10} server {v.served / v.count / 1e3:6.1f} us "
-                f"(median {statistics.median(v.blocks):6.1f}, least {min(v.blocks):6.1f})  "
-                f"client {1e6 * v.client / v.count:6.1f} us  "
-                f"background {v.background / v.count / 1e3:5.1f} us  {hs}"
-            )
     finally:
         for variant in variants:
             variant.close()
+    return variants
+
+
+def main() -> None:
+    appends = int(sys.argv[1]) if len(sys.argv) > 1 else 500
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    names = sys.argv[3].split(",") if len(sys.argv) > 3 else list(VARIANTS)
+    threads = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    for v in measure(appends, rounds, names, threads):
+        hs = " ".join(
+            f"{k.removeprefix('Handler_')}={val / v.count:.1f}"
+            for k, val in sorted(v.handlers.items())
+            if val / v.count >= 0.05
+        )
+        print(
+            f"{v.name:10} server {v.served / v.count / 1e3:6.1f} us "
+            f"(median {statistics.median(v.blocks):6.1f}, least {min(v.blocks):6.1f})  "
+            f"client {1e6 * v.client / v.count:6.1f} us  "
+            f"background {v.background / v.count / 1e3:5.1f} us  {hs}"
+        )
 
 
 if __name__ == "__main__":

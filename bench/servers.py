@@ -9,7 +9,9 @@ Per backend (PostgreSQL, MariaDB/MySQL, Redis), in one run and interleaved in ro
   shared session: sessionary's sync API beside the raw driver doing the equivalent single
   insert (psycopg ``INSERT`` + ``COMMIT``, PyMySQL likewise, a Redis ``RPUSH``);
 - ``history(limit=20)`` at depth 10,000 beside the raw ``SELECT … ORDER BY … LIMIT 20``
-  (Redis: ``LRANGE -20 -1``).
+  (Redis: ``LRANGE -20 -1``);
+- on MariaDB, the server's CPU per append of the append's pieces: its stored procedure run
+  by 8 connections at once, whole and with one piece left out (``bench/probe_mysql_stmt.py``).
 
 Each append cell also reports this process's CPU per append and, when the server runs on
 this machine, the server's (from ``/proc``), and the rate those allow on this machine's cores;
@@ -80,6 +82,8 @@ def measure(backend: Backend, plan: Plan, log: Callable[[str], None]) -> Outcome
             for key, label, raw in backend.libs
         ]
         _time_reads(backend, plan, out.reads)
+        log(f"{backend.title}: the server's CPU of an append's pieces")
+        out.pieces = backend.pieces(plan)
     except Exception as exc:
         out.status, out.reason = "failed", f"{type(exc).__name__}: {exc}"
         log(f"{backend.title}: FAILED: {out.reason}")

@@ -49,10 +49,19 @@ class Plan:
     read_rounds: int
     read_block: int  # reads per cell per round
     read_budget: float  # seconds one read cell may spend in all
+    piece_appends: int = 100  # appends per connection in one block of a piece (MariaDB)
 
 
 FULL = Plan(depth=10_000, rounds=4, block_seconds=1.5, read_rounds=10, read_block=50, read_budget=8)
-QUICK = Plan(depth=500, rounds=1, block_seconds=0.3, read_rounds=2, read_block=10, read_budget=1)
+QUICK = Plan(
+    depth=500,
+    rounds=1,
+    block_seconds=0.3,
+    read_rounds=2,
+    read_block=10,
+    read_budget=1,
+    piece_appends=20,
+)
 
 
 # --------------------------------------------------------------------------- measurements
@@ -334,6 +343,11 @@ class Backend(ABC):
         """Server-wide lock counters, read around each append block (outside its timing)."""
         return {}
 
+    def pieces(self, plan: Plan) -> list[Piece]:
+        """The server's CPU per append of an append's pieces (none where not measured)."""
+        del plan
+        return []
+
     @abstractmethod
     def locate_server(self) -> None:
         """Find the server's processes on this machine, or set `cpu_problem` to why not."""
@@ -352,6 +366,16 @@ class Backend(ABC):
 
 
 @dataclass
+class Piece:
+    """One variant of an append, run by 8 connections at once: the server's CPU it costs."""
+
+    key: str
+    label: str
+    server_us: float
+    """The server's CPU per append, median of the variant's blocks (µs)."""
+
+
+@dataclass
 class Outcome:
     backend: Backend
     status: str = "ok"  # ok | unavailable | failed
@@ -359,6 +383,7 @@ class Outcome:
     settings: dict[str, str] = field(default_factory=dict)
     cells: list[Cell] = field(default_factory=list)
     reads: list[ReadCell] = field(default_factory=list)
+    pieces: list[Piece] = field(default_factory=list)
     cleaned: str = ""
 
 

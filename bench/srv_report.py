@@ -128,6 +128,9 @@ def _verdict(share: float, target: float) -> str:
     return "PASS" if share >= target else "FAIL"
 
 
+PIECES = "The server's CPU of an append, piece by piece"
+
+
 def _why(out: Outcome, cell: Cell, raw: Cell) -> str:
     """Where a short append row's time goes, from the CPU its blocks measured beside raw's."""
     client, raw_client = cell.client_us() or 0.0, raw.client_us() or 0.0
@@ -164,6 +167,7 @@ def _why(out: Outcome, cell: Cell, raw: Cell) -> str:
             f"is time the cores are not busy with this run: {100 - busy:.0f}% of the wall vs "
             f"raw's {100 - raw_busy:.0f}%"
         )
+    text += _pieces_why(out)
     wall = sum(cell.walls)
     if wall and sum(cell.cpus) / wall >= 0.9:
         text += (
@@ -171,6 +175,33 @@ def _why(out: Outcome, cell: Cell, raw: Cell) -> str:
             "(its Python code runs under one GIL)"
         )
     return text
+
+
+def _pieces_why(out: Outcome) -> str:
+    """What of the server's extra CPU per append the piece table puts where ('' without it)."""
+    cost = {piece.key: piece.server_us for piece in out.pieces}
+    if not {"raw", "seen", "seen-noupdate", "seen-missupdate", "seen-notrigger"} <= set(cost):
+        return ""
+    update = cost["seen"] - cost["seen-noupdate"]
+    text = (
+        f"; of the server's CPU ({PIECES} below), the append's procedure costs "
+        f"{cost['seen']:,.0f} µs vs raw's {cost['raw']:,.0f}: the UPDATE of the session's row "
+        f"(the head's compare-and-set) {update:,.0f} µs, of which "
+        f"{cost['seen-missupdate'] - cost['seen-noupdate']:,.0f} µs is the statement's "
+        f"cost with no row to change, the search queue's row "
+        f"{cost['seen'] - cost['seen-notrigger']:,.0f} µs"
+    )
+    if "key" in cost and "key-quiet" in cost:
+        text += f", the locked path's answer {cost['key'] - cost['key-quiet']:,.0f} µs"
+    return text
+
+
+def _pieces_table(out: Outcome) -> Iterator[str]:
+    raw = next((piece.server_us for piece in out.pieces if piece.key == "raw"), None)
+    yield "| what 8 connections run at once | server CPU µs/append | % of raw |"
+    yield "|---|---:|---:|"
+    for piece in out.pieces:
+        yield f"| {piece.label} | {piece.server_us:,.0f} | {_ratio(piece.server_us, raw)} |"
 
 
 def _read_verdicts(out: Outcome) -> Iterator[str]:
@@ -233,6 +264,18 @@ def render(outcomes: list[Outcome], plan: Plan, machine: dict[str, str], threads
             *_read_table(out, plan.depth),
             "",
         ]
+        if out.pieces:
+            parts += [
+                f"### {PIECES}",
+                "",
+                "The server's CPU per append (its connections' threads, median of the blocks) "
+                "of what an append runs on it, whole and with one piece left out, each in a "
+                "scratch database of its own (`bench/probe_mysql_stmt.py`); the client is "
+                "bare PyMySQL.",
+                "",
+                *_pieces_table(out),
+                "",
+            ]
     parts += ["## Notes", "", *_notes(plan, shortest, longest, threads_note), ""]
     return "\n".join(parts)
 

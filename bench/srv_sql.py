@@ -18,6 +18,8 @@ from bench.srv_common import (
     POSTGRES_URL,
     RECENT,
     Backend,
+    Piece,
+    Plan,
     SessionaryWriter,
     Writer,
     body,
@@ -284,6 +286,20 @@ def _process_of(tid: int) -> int | None:
     return None
 
 
+MYSQL_PIECES = {
+    "raw": "raw PyMySQL: one INSERT into a bare table, then COMMIT",
+    "seen": "`CALL sessionary_append_after_seen`, as the store sends it when it knows the head "
+    "(8 writers on distinct sessions)",
+    "seen-noupdate": "the same without its UPDATE of the session's row (head, count, activity)",
+    "seen-missupdate": "the same with that UPDATE finding no row to change",
+    "seen-notrigger": "the same without the search queue's row (the messages' insert trigger)",
+    "key": "`CALL sessionary_append_by_key`, the locked path (8 writers on one shared session)",
+    "key-quiet": "the same answering nothing",
+}
+"""The pieces of a MariaDB append `MySQL.pieces` measures, by `bench/probe_mysql_stmt.py`'s
+variant name."""
+
+
 class MySQL(SqlBackend):
     name = "mysql"
     title = "MariaDB / MySQL"
@@ -391,6 +407,22 @@ class MySQL(SqlBackend):
             "deadlocks": found.get("Innodb_deadlocks", 0),
             "lock waits": found.get("Innodb_row_lock_waits", 0),
         }
+
+    def pieces(self, plan: Plan) -> list[Piece]:
+        """An append taken apart on the server: `bench/probe_mysql_stmt.py`'s variants.
+
+        Each runs 8 connections at once (each on a session of its own, or all on one for
+        the locked path), interleaved over the plan's rounds; none where the server's
+        threads cannot be read from this machine's `/proc`.
+        """
+        if self.cpu_problem is not None:
+            return []
+        from statistics import median
+
+        from bench.probe_mysql_stmt import measure
+
+        variants = measure(plan.piece_appends, plan.rounds, list(MYSQL_PIECES), 8)
+        return [Piece(v.name, MYSQL_PIECES[v.name], median(v.blocks)) for v in variants]
 
     def teardown(self) -> None:
         conn = _mysql_connect(None, True)

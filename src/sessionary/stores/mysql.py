@@ -168,16 +168,21 @@ def _fitting(
     """A statement and its arguments for `cursor.execute`, known to fit in a packet.
 
     The server refuses a statement of `packet` bytes or more (`max_allowed_packet`, the
-    command byte included), and may drop the connection. A bound clears most statements
-    at once; one near the limit is escaped here to be measured, and returned escaped.
+    command byte included), and may drop the connection. The values are written in
+    here (`_literal`, as the driver's `mogrify` would, in a fraction of its time: it
+    escapes each value through a chain of calls, several microseconds for a search
+    catch-up's hundreds of seqs); a bound clears most statements at once, and one near
+    the limit is measured.
 
     Raises:
         PayloadTooLarge: If the statement does not fit; nothing was sent.
     """
-    args = tuple(params) or None
-    if not packet or _size_bound(sql, args or ()) < packet:
-        return sql, args
-    query: str = cursor.mogrify(sql, args)
+    if not params:
+        return sql, None  # the driver leaves such a statement as it is, `%%` included
+    conn = cursor.connection
+    query: str = sql % tuple([_literal(conn, v) for v in params])
+    if not packet or 1 + 4 * len(query) < packet:
+        return query, None
     size = 1 + len(query.encode())
     if size >= packet:
         limit = f"the server's max_allowed_packet ({packet} bytes)"
@@ -221,18 +226,93 @@ def _calls_routines(version: str, visible: int) -> bool:
     return "mariadb" in version.lower() and visible == len(ROUTINE_NAMES)
 
 
-def _call(conn: Any, sql: str, params: Sequence[Any]) -> str | None:
-    """The CALL of a script's stored procedure (`routine_call`), its values written in.
+def _call_query(conn: Any, name: str, values: Sequence[Any], packet: int) -> bytes:
+    """The CALL of a procedure (see `routine_call`), its values written in, as sent.
 
     Written here as `_literal` writes them, not by the driver's `mogrify`: its escaping
     of every value costs a one-message append about a third of the driver's time of it.
-    None: the script has no procedure.
+    Measured exactly (it is the query, as sent), not bounded as `_fitting` bounds one.
+
+    Raises:
+        PayloadTooLarge: If it does not fit in the server's packet; nothing was sent.
     """
-    found = routine_call(sql, params)
-    if found is None:
-        return None
-    name, values = found
-    return f"CALL {name}({', '.join([_literal(conn, v) for v in values])})"
+    query = f"CALL {name}({', '.join([_literal(conn, v) for v in values])})".encode()
+    if packet and len(query) + 1 >= packet:  # the command byte, as in `_fitting`
+        limit = f"the server's max_allowed_packet ({packet} bytes)"
+        raise PayloadTooLarge(f"a statement of {len(query) + 1} bytes is over {limit}")
+    return query
+
+
+_COM_QUERY = pymysql.constants.COMMAND.COM_QUERY
+_MORE_RESULTS = pymysql.constants.SERVER_STATUS.SERVER_MORE_RESULTS_EXISTS
+
+
+class _Answer:
+    """A CALL's answer read packet by packet, as `_results` reads a cursor's, in less.
+
+    The cursor reads an answer through PyMySQL's result objects, which parse every
+    column's definition and convert every value by its type, and the answer's results
+    one `nextset` at a time: of a one-message append, as much of the client's CPU as
+    the rest of the driver's glue. A procedure's answer (`routine_call`) is known:
+    OK packets (their changed rows add up), and result sets of text columns
+    (`routine_rows`), read here as text, their definitions skipped unread. The
+    connection's own `_read_packet` reads each packet (the sequence check, packets
+    over 16 MiB, the socket's timeout; an error packet raises the server's error, a
+    lost connection closes it), and `take` keeps `server_status` as the driver does
+    (the pool and `_literal` read it).
+    """
+
+    __slots__ = ("_columns", "_left", "_step", "changed", "rows")
+
+    def __init__(self) -> None:
+        self.changed = 0
+        """The rows the statements changed, in total (the OK packets' counts)."""
+        self.rows: list[Row] = []
+        """The last result set's rows."""
+        self._columns = 0
+        self._left = 0
+        self._step = 0  # 0: a result's first packet; 1: column definitions; 2: rows
+
+    def take(self, conn: Any, packet: Any) -> bool:
+        """Read the answer's next packet; True once it was the last."""
+        step = self._step
+        if step == 2:
+            if not packet.is_eof_packet():
+                self.rows.append(tuple([_text(packet) for _ in range(self._columns)]))
+                return False
+            packet.advance(3)  # the header and the warnings' count
+            return self._ended(conn, packet.read_uint16())
+        if step == 1:
+            self._left -= 1
+            if self._left < 0:  # the EOF packet after the definitions
+                if not packet.is_eof_packet():
+                    raise pymysql.err.InternalError("mysql: a malformed result set")
+                self._step = 2
+            return False
+        if packet.is_ok_packet():
+            packet.advance(1)
+            self.changed += packet.read_length_encoded_integer()
+            packet.read_length_encoded_integer()  # the last insert id
+            return self._ended(conn, packet.read_uint16())
+        columns = packet.read_length_encoded_integer()
+        if not columns:  # NULL: the server asks for a local file (no procedure does)
+            raise pymysql.err.InternalError("mysql: an answer no procedure gives")
+        self._columns = self._left = columns
+        self._step = 1
+        self.rows = []
+        return False
+
+    def _ended(self, conn: Any, status: int) -> bool:
+        """A result ended with the server's `status`: whether it was the answer's last."""
+        conn.server_status = status
+        self._step = 0
+        return not status & _MORE_RESULTS
+
+
+def _text(packet: Any) -> str | None:
+    """A row's next value, as text (NULL: None)."""
+    value = packet.read_length_coded_string()
+    return None if value is None else value.decode()
 
 
 _REFUSED = {1305, 1318, 1370}
@@ -342,6 +422,8 @@ def _literal(conn: Any, value: Any) -> str:
     kind = type(value)
     if kind is int:
         return str(value)
+    if kind is bool:
+        return "1" if value else "0"
     if kind is str and not conn.server_status & _NO_BACKSLASH_ESCAPES:
         for char, escape in _ESCAPES:
             if char in value:  # a scan in C; most characters occur in no value
@@ -546,20 +628,14 @@ class AsyncMySQLDriver:
         a statement fails, the server runs none after it: the open transaction is rolled
         back here.
         """
+        if self._routines and (found := routine_call(sql, params)) is not None:
+            answer = await self._call(*found)
+            if answer is not None:
+                return routine_rows(answer.rows), answer.changed
         try:
             async with self._connection() as conn, deadline(self._timeout + GRACE):
                 try:
                     async with conn.cursor(_Cursor) as cursor:
-                        call = _call(conn, sql, params) if self._routines else None
-                        if call is not None:
-                            try:
-                                await cursor.execute(*_fitting(cursor, call, (), self._packet))
-                                rows, changed = await _async_results(cursor)
-                                return routine_rows(rows), changed
-                            except pymysql.err.Error as exc:
-                                if not _refused(exc):
-                                    raise
-                                self._routines = False
                         prepared = _prepared_name(conn, sql, params, self._version, self._packet)
                         if prepared is not None and prepared[1]:
                             try:
@@ -576,6 +652,36 @@ class AsyncMySQLDriver:
                 except BaseException:
                     with contextlib.suppress(*_ERRORS):
                         await conn.rollback()
+                    raise
+        except _ERRORS as exc:
+            raise store_error(self._where, exc) from exc
+
+    async def _call(self, name: str, values: Sequence[Any]) -> _Answer | None:
+        """CALL a procedure (see `routine_call`) and read its answer (`_Answer`).
+
+        None: the server refused the CALL before running anything (`_refused`); the
+        store sends the scripts from then on. A statement that fails is rolled back, as
+        in `run_alone`; a connection left in the middle of an answer (cancelled, timed
+        out) is closed, never reused.
+        """
+        try:
+            async with self._connection() as conn, deadline(self._timeout + GRACE):
+                query = _call_query(conn, name, values, self._packet)
+                try:
+                    answer = _Answer()
+                    await conn._execute_command(_COM_QUERY, query)
+                    while not answer.take(conn, await conn._read_packet()):
+                        pass
+                    return answer
+                except pymysql.err.Error as exc:
+                    if _refused(exc):
+                        self._routines = False
+                        return None
+                    with contextlib.suppress(*_ERRORS):
+                        await conn.rollback()
+                    raise
+                except BaseException:
+                    conn.close()
                     raise
         except _ERRORS as exc:
             raise store_error(self._where, exc) from exc
@@ -685,38 +791,91 @@ def _connect(
     return conn
 
 
+def _abandon(conn: pymysql.connections.Connection) -> None:
+    """Close a connection left in the middle of an answer, which nothing may read on."""
+    with contextlib.suppress(Exception):
+        conn._force_close()
+
+
 class _Pool:
-    """At most `size` PyMySQL connections, shared by threads; idle ones are reused."""
+    """At most `size` PyMySQL connections, shared by threads; idle ones are reused.
+
+    The count of connections out and the idle ones are kept under one lock, taken once
+    by `take` and once by `give` where a connection is free (a semaphore's `acquire`
+    and `release` are Python code around a condition: a few microseconds of every
+    statement's client time). A thread finds the pool full only when `size` are out;
+    it then waits on the lock's condition, which `give` notifies only while one waits.
+    """
 
     def __init__(self, options: dict[str, Any], size: int, timeout: float, where: str) -> None:
         self._options = options
         self._timeout = timeout
         self._where = where
-        self._slots = threading.BoundedSemaphore(size)
+        self._size = size
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
+        self._out = 0
+        """Connections taken and not given back (or slots taken to make one)."""
+        self._waiting = 0
+        """Threads waiting for a connection to be given back."""
         self._idle: list[tuple[float, pymysql.connections.Connection]] = []
         self.closed = False
 
     @contextmanager
     def connection(self) -> Iterator[pymysql.connections.Connection]:
+        conn = self.take()
+        try:
+            yield conn
+        finally:
+            self.give(conn)
+
+    def take(self) -> pymysql.connections.Connection:
+        """A connection for this thread alone, until it `give`s it back."""
         if self.closed:
             raise Closed("mysql: the store is closed")
-        if not self._slots.acquire(timeout=max(POOL_WAIT, self._options["connect_timeout"])):
-            raise StoreError(f"mysql: every pooled connection stayed busy for {POOL_WAIT:g} s")
-        try:
-            conn = self._take()
-            try:
-                yield conn
-            finally:  # a failed transaction was rolled back; a broken connection is closed
-                if conn.open:
-                    with self._lock:
-                        self._idle.append((time.monotonic(), conn))
-        finally:
-            self._slots.release()
-
-    def _take(self) -> pymysql.connections.Connection:
         with self._lock:
+            if self._out >= self._size:
+                self._wait()
+            self._out += 1
             found = self._idle.pop() if self._idle else None
+        try:
+            return self._checked(found)
+        except BaseException:
+            self._release()
+            raise
+
+    def _wait(self) -> None:
+        """Wait (the lock held) until fewer than `size` connections are out, or fail."""
+        wait = max(POOL_WAIT, self._options["connect_timeout"])
+        self._waiting += 1
+        try:
+            if not self._freed.wait_for(lambda: self._out < self._size, wait):
+                raise StoreError(f"mysql: every pooled connection stayed busy for {POOL_WAIT:g} s")
+        finally:
+            self._waiting -= 1
+
+    def give(self, conn: pymysql.connections.Connection) -> None:
+        """Take back a connection from `take`: kept if still open, for the next one."""
+        # A failed transaction was rolled back; a broken connection is closed.
+        idle = (time.monotonic(), conn) if conn.open else None
+        with self._lock:
+            if idle is not None:
+                self._idle.append(idle)
+            self._out -= 1
+            if self._waiting:
+                self._freed.notify()
+
+    def _release(self) -> None:
+        """Give back a slot `take` counted but could not fill."""
+        with self._lock:
+            self._out -= 1
+            if self._waiting:
+                self._freed.notify()
+
+    def _checked(
+        self, found: tuple[float, pymysql.connections.Connection] | None
+    ) -> pymysql.connections.Connection:
+        """An idle connection, pinged if idle long, or else a new one."""
         if found is not None:
             since, conn = found
             if time.monotonic() - since <= _IDLE_CHECK:
@@ -792,20 +951,14 @@ class MySQLDriver:
         self, sql: str, params: Sequence[Any], unlock_early: bool = False
     ) -> tuple[list[Row], int]:
         """Run a script that is a transaction of its own; see `AsyncMySQLDriver.run_alone`."""
+        if self._routines and (found := routine_call(sql, params)) is not None:
+            answer = self._call(*found)
+            if answer is not None:
+                return routine_rows(answer.rows), answer.changed
         try:
             with self._pool.connection() as conn:
                 try:
                     with conn.cursor() as cursor:
-                        call = _call(conn, sql, params) if self._routines else None
-                        if call is not None:
-                            try:
-                                cursor.execute(*_fitting(cursor, call, (), self._packet))
-                                rows, changed = _results(cursor)
-                                return routine_rows(rows), changed
-                            except pymysql.err.Error as exc:
-                                if not _refused(exc):
-                                    raise
-                                self._routines = False
                         prepared = _prepared_name(conn, sql, params, self._version, self._packet)
                         if prepared is not None and prepared[1]:
                             try:
@@ -823,6 +976,34 @@ class MySQLDriver:
                     with contextlib.suppress(*_ERRORS):
                         conn.rollback()
                     raise
+        except _ERRORS as exc:
+            raise store_error(self._where, exc) from exc
+
+    def _call(self, name: str, values: Sequence[Any]) -> _Answer | None:
+        """CALL a procedure and read its answer; see `AsyncMySQLDriver._call`."""
+        pool = self._pool
+        try:
+            conn = pool.take()
+            try:
+                query = _call_query(conn, name, values, self._packet)
+                try:
+                    answer = _Answer()
+                    conn._execute_command(_COM_QUERY, query)
+                    while not answer.take(conn, conn._read_packet()):
+                        pass
+                    return answer
+                except pymysql.err.Error as exc:
+                    if _refused(exc):
+                        self._routines = False
+                        return None
+                    with contextlib.suppress(*_ERRORS):
+                        conn.rollback()
+                    raise
+                except BaseException:
+                    _abandon(conn)
+                    raise
+            finally:
+                pool.give(conn)
         except _ERRORS as exc:
             raise store_error(self._where, exc) from exc
 

@@ -18,12 +18,18 @@ from typing import Any
 
 import pymysql
 import pytest
-from pymysql.protocol import MysqlPacket
 
 import sessionary
 from sessionary.errors import PayloadTooLarge, StoreError
 from sessionary.stores import mysql
-from sessionary.stores.mysql import AsyncMySQLDriver, _Answer, _results, connect_options
+from sessionary.stores.mysql import (
+    AsyncMySQLDriver,
+    _Answer,
+    _number,
+    _payload,
+    _results,
+    connect_options,
+)
 
 pytestmark = pytest.mark.mysql
 
@@ -99,6 +105,7 @@ def _by_cursor(url: str, name: str, values: list[Any]) -> tuple[list[Any], int]:
         ("h_nothing", []),
         ("h_change", []),
         ("h_two", ['it\'s "x" \\ \n']),
+        ("h_two", ["é long " * 5000]),  # lengths in 2 and 3 bytes
         ("h_empty", []),
         ("h_length", ["é" * 300]),
     ],
@@ -123,10 +130,6 @@ def test_an_answer_reads_as_the_cursor_reads_it(url: str, name: str, values: lis
             driver._pool.give(conn)
 
 
-def _packet(data: bytes) -> Any:
-    return MysqlPacket(data, "utf8")
-
-
 def test_the_reader_keeps_the_last_result_set_and_adds_up_changed_rows() -> None:
     more = _MORE_RESULTS
     conn = type("Conn", (), {"server_status": 0})()
@@ -146,7 +149,7 @@ def test_the_reader_keeps_the_last_result_set_and_adds_up_changed_rows() -> None
         b"\xfe\x00\x00" + more.to_bytes(2, "little"),
         b"\x00\x02\x00\x02\x00\x00\x00",  # OK: 2 more rows; the last result
     ]
-    done = [answer.take(conn, _packet(data)) for data in packets]
+    done = [answer.take(conn, data) for data in packets]
     assert done == [False] * (len(packets) - 1) + [True]
     assert (answer.rows, answer.changed) == ([("é",)], 5)
     assert conn.server_status == 2
@@ -155,12 +158,72 @@ def test_the_reader_keeps_the_last_result_set_and_adds_up_changed_rows() -> None
 def test_the_reader_refuses_what_no_procedure_answers() -> None:
     conn = type("Conn", (), {"server_status": 0})()
     with pytest.raises(pymysql.err.InternalError):
-        _Answer().take(conn, _packet(b"\xfbfile.txt"))  # LOAD DATA LOCAL's request
+        _Answer().take(conn, b"\xfbfile.txt")  # LOAD DATA LOCAL's request
     answer = _Answer()
-    answer.take(conn, _packet(b"\x01"))
-    answer.take(conn, _packet(b"def"))
+    answer.take(conn, b"\x01")
+    answer.take(conn, b"def")
     with pytest.raises(pymysql.err.InternalError):
-        answer.take(conn, _packet(b"\x01x"))  # a row where the definitions' EOF belongs
+        answer.take(conn, b"\x01x")  # a row where the definitions' EOF belongs
+
+
+class _Wire:
+    """What `_payload` reads of a connection: bytes in order, and its sequence number."""
+
+    encoding = "utf8"
+
+    def __init__(self, data: bytes, seq: int = 1) -> None:
+        self._data = data
+        self._next_seq_id = seq
+        self.closed = False
+        self._rfile = self  # its own buffered file
+
+    def read(self, count: int) -> bytes:
+        got, self._data = self._data[:count], self._data[count:]
+        return got
+
+    def _force_close(self) -> None:
+        self.closed = True
+
+
+def _framed(payload: bytes, seq: int) -> bytes:
+    return len(payload).to_bytes(3, "little") + bytes([seq]) + payload
+
+
+def test_a_payload_is_read_as_the_driver_reads_it() -> None:
+    wire = _Wire(_framed(b"\x00\x01\x00\x02\x00\x00\x00", 1) + _framed(b"\x01", 2))
+    assert _payload(wire) == b"\x00\x01\x00\x02\x00\x00\x00"
+    assert _payload(wire) == b"\x01" and wire._next_seq_id == 3
+    big = b"x" * 0xFFFFFF
+    wire = _Wire(_framed(big, 255) + _framed(b"yz", 0), seq=255)  # sequence numbers wrap
+    assert _payload(wire) == big + b"yz" and wire._next_seq_id == 1
+    wire = _Wire(_framed(b"\x01", 5), seq=2)
+    with pytest.raises(pymysql.err.InternalError, match="sequence"):
+        _payload(wire)
+    assert wire.closed
+    wire = _Wire(_framed(b"\x01", 0), seq=2)
+    with pytest.raises(pymysql.err.OperationalError):
+        _payload(wire)
+    error = b"\xff" + (1213).to_bytes(2, "little") + b"#40001Deadlock found"
+    wire = _Wire(_framed(error, 1))
+    with pytest.raises(pymysql.err.OperationalError) as raised:
+        _payload(wire)
+    assert raised.value.args[0] == 1213 and not wire.closed
+    for cut in (b"\x05\x00", _framed(b"\x01\x02", 1)[:-1]):  # a connection lost mid-packet
+        wire = _Wire(cut)
+        with pytest.raises(pymysql.err.OperationalError, match="Lost connection"):
+            _payload(wire)
+        assert wire.closed
+
+
+def test_length_encoded_numbers() -> None:
+    assert _number(b"\xfa", 0) == (250, 1)
+    assert _number(b"\xfb", 0) == (None, 1)
+    assert _number(b"\x00\xfc\x01\x02", 1) == (0x0201, 4)
+    assert _number(b"\xfd\x01\x02\x03", 0) == (0x030201, 4)
+    assert _number(b"\xfe" + (2**40).to_bytes(8, "little"), 0) == (2**40, 9)
+    for bad in (b"\xff", b"\xfc\x01"):
+        with pytest.raises(pymysql.err.InternalError):
+            _number(bad, 0)
 
 
 def test_a_failed_call_leaves_no_transaction_open(url: str) -> None:

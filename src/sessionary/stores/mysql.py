@@ -255,11 +255,10 @@ class _Answer:
     one `nextset` at a time: of a one-message append, as much of the client's CPU as
     the rest of the driver's glue. A procedure's answer (`routine_call`) is known:
     OK packets (their changed rows add up), and result sets of text columns
-    (`routine_rows`), read here as text, their definitions skipped unread. The
-    connection's own `_read_packet` reads each packet (the sequence check, packets
-    over 16 MiB, the socket's timeout; an error packet raises the server's error, a
-    lost connection closes it), and `take` keeps `server_status` as the driver does
-    (the pool and `_literal` read it).
+    (`routine_rows`), read here as text, their definitions skipped unread. `take`
+    parses each packet's payload and keeps `server_status` as the driver does (the
+    pool and `_literal` read it). The packets are read as the driver reads them: by
+    the connection's `_read_packet` (aiomysql), or by `_payload` (PyMySQL).
     """
 
     __slots__ = ("_columns", "_left", "_step", "changed", "rows")
@@ -273,28 +272,30 @@ class _Answer:
         self._left = 0
         self._step = 0  # 0: a result's first packet; 1: column definitions; 2: rows
 
-    def take(self, conn: Any, packet: Any) -> bool:
-        """Read the answer's next packet; True once it was the last."""
+    def take(self, conn: Any, data: bytes) -> bool:
+        """Read the answer's next packet (its payload); True once it was the last."""
+        if not data:
+            raise pymysql.err.InternalError("mysql: an empty packet")
         step = self._step
+        eof = data[0] == 0xFE and len(data) < 9  # (0xFE also starts a long row)
         if step == 2:
-            if not packet.is_eof_packet():
-                self.rows.append(tuple([_text(packet) for _ in range(self._columns)]))
+            if not eof:
+                self.rows.append(_row(data, self._columns))
                 return False
-            packet.advance(3)  # the header and the warnings' count
-            return self._ended(conn, packet.read_uint16())
+            return self._ended(conn, data[3] | data[4] << 8)  # after the warnings' count
         if step == 1:
             self._left -= 1
             if self._left < 0:  # the EOF packet after the definitions
-                if not packet.is_eof_packet():
+                if not eof:
                     raise pymysql.err.InternalError("mysql: a malformed result set")
                 self._step = 2
             return False
-        if packet.is_ok_packet():
-            packet.advance(1)
-            self.changed += packet.read_length_encoded_integer()
-            packet.read_length_encoded_integer()  # the last insert id
-            return self._ended(conn, packet.read_uint16())
-        columns = packet.read_length_encoded_integer()
+        if data[0] == 0 and len(data) >= 7:  # an OK packet
+            changed, at = _number(data, 1)
+            _, at = _number(data, at)  # the last insert id
+            self.changed += changed or 0
+            return self._ended(conn, data[at] | data[at + 1] << 8)
+        columns, _ = _number(data, 0)
         if not columns:  # NULL: the server asks for a local file (no procedure does)
             raise pymysql.err.InternalError("mysql: an answer no procedure gives")
         self._columns = self._left = columns
@@ -309,10 +310,87 @@ class _Answer:
         return not status & _MORE_RESULTS
 
 
-def _text(packet: Any) -> str | None:
-    """A row's next value, as text (NULL: None)."""
-    value = packet.read_length_coded_string()
-    return None if value is None else value.decode()
+def _number(data: bytes, at: int) -> tuple[int | None, int]:
+    """The length-encoded integer at `at` (None: NULL), and where what follows starts."""
+    first = data[at]
+    if first < 0xFB:
+        return first, at + 1
+    if first == 0xFB:
+        return None, at + 1
+    size = (2, 3, 8)[first - 0xFC] if first < 0xFF else 0
+    if not size or at + 1 + size > len(data):
+        raise pymysql.err.InternalError("mysql: a malformed packet")
+    return int.from_bytes(data[at + 1 : at + 1 + size], "little"), at + 1 + size
+
+
+def _row(data: bytes, columns: int) -> Row:
+    """A text row's values (NULL: None)."""
+    values: list[str | None] = []
+    at = 0
+    for _ in range(columns):
+        size, at = _number(data, at)
+        if size is None:
+            values.append(None)
+            continue
+        if at + size > len(data):
+            raise pymysql.err.InternalError("mysql: a malformed row")
+        values.append(data[at : at + size].decode())
+        at += size
+    return tuple(values)
+
+
+_MAX_PACKET = 0xFFFFFF
+"""A payload this long goes on in the next packet (`pymysql.connections.MAX_PACKET_LEN`)."""
+
+
+def _payload(conn: Any) -> bytes:
+    """The payload of a PyMySQL connection's next packet, as its `_read_packet` reads it.
+
+    The same reads and checks, in fewer calls and without a packet object (most of the
+    client's time of an answer of a few packets): its buffered socket file read as
+    `_read_bytes` reads it (a failed or short read closes the connection, as lost),
+    the sequence number (a wrong one closes it), payloads over 16 MiB in several
+    packets, and an error packet raised as the server's error. The socket's timeout
+    is the one the connection's own `_read_packet` sets: so this reads only after it
+    read the answer's first packet.
+    """
+    read = conn._rfile.read
+    parts: list[bytes] = []
+    while True:
+        try:
+            header = read(4)
+            size = header[0] | header[1] << 8 | header[2] << 16 if len(header) == 4 else -1
+            data = read(size) if size > 0 else b""
+        except OSError as exc:
+            conn._force_close()
+            raise _lost(f" ({exc})") from exc
+        except BaseException:
+            conn._force_close()
+            raise
+        if size < 0 or len(data) < size:
+            conn._force_close()
+            raise _lost("")
+        if header[3] != conn._next_seq_id:
+            conn._force_close()
+            if header[3] == 0:  # MariaDB's error packet as it shuts down
+                raise _lost("")
+            raise pymysql.err.InternalError(
+                f"Packet sequence number wrong - got {header[3]} expected {conn._next_seq_id}"
+            )
+        conn._next_seq_id = (header[3] + 1) % 256
+        parts.append(data)
+        if size < _MAX_PACKET:
+            break
+    data = parts[0] if len(parts) == 1 else b"".join(parts)
+    if data[:1] == b"\xff":
+        pymysql.protocol.MysqlPacket(data, conn.encoding).raise_for_error()
+    return data
+
+
+def _lost(why: str) -> pymysql.err.OperationalError:
+    """PyMySQL's error for a connection lost while reading an answer."""
+    text = f"Lost connection to MySQL server during query{why}"
+    return pymysql.err.OperationalError(pymysql.constants.CR.CR_SERVER_LOST, text)
 
 
 _REFUSED = {1305, 1318, 1370}
@@ -670,7 +748,7 @@ class AsyncMySQLDriver:
                 try:
                     answer = _Answer()
                     await conn._execute_command(_COM_QUERY, query)
-                    while not answer.take(conn, await conn._read_packet()):
+                    while not answer.take(conn, (await conn._read_packet()).get_all_data()):
                         pass
                     return answer
                 except pymysql.err.Error as exc:
@@ -989,8 +1067,9 @@ class MySQLDriver:
                 try:
                     answer = _Answer()
                     conn._execute_command(_COM_QUERY, query)
-                    while not answer.take(conn, conn._read_packet()):
-                        pass
+                    done = answer.take(conn, conn._read_packet().get_all_data())
+                    while not done:
+                        done = answer.take(conn, _payload(conn))
                     return answer
                 except pymysql.err.Error as exc:
                     if _refused(exc):

@@ -26,6 +26,15 @@ plain query escapes them (`_prepared_name`): the server then skips parsing and r
 it on every read (a quarter of the server's time of a path read, more than reading its
 rows).
 
+A one-message append CALLs its stored procedure (`routine_call`), and the driver reads
+the answer itself rather than through a cursor (`_call`, `_Answer`; on PyMySQL the
+packets after the first through `_payload`): the procedures answer with OK packets and
+text result sets only, and PyMySQL's result objects (column definitions parsed,
+values converted, one `nextset` per result) took as much of the client's CPU of an
+append as everything else in the driver. Errors, timeouts, lost connections and packet
+sizes are handled as the drivers handle them; a connection left in the middle of an
+answer is closed.
+
 Waits are bounded (see `_waits`): connecting, the server's greeting and login included,
 takes at most `connect_timeout` seconds; a lock wait at most `timeout`
 (`innodb_lock_wait_timeout`, so the server says so itself); and any one answer at most
@@ -498,15 +507,15 @@ def _literal(conn: Any, value: Any) -> str:
     same escapes (NUL, line ends, ^Z, backslash first, quotes); None is NULL.
     """
     kind = type(value)
-    if kind is int:
-        return str(value)
-    if kind is bool:
-        return "1" if value else "0"
     if kind is str and not conn.server_status & _NO_BACKSLASH_ESCAPES:
         for char, escape in _ESCAPES:
             if char in value:  # a scan in C; most characters occur in no value
                 value = value.replace(char, escape)
         return f"'{value}'"
+    if kind is int:
+        return str(value)
+    if kind is bool:
+        return "1" if value else "0"
     if value is None:
         return "NULL"
     if kind is bytes or kind is bytearray:
@@ -916,6 +925,8 @@ class _Pool:
                 self._wait()
             self._out += 1
             found = self._idle.pop() if self._idle else None
+        if found is not None and time.monotonic() - found[0] <= _IDLE_CHECK:
+            return found[1]
         try:
             return self._checked(found)
         except BaseException:
@@ -953,11 +964,9 @@ class _Pool:
     def _checked(
         self, found: tuple[float, pymysql.connections.Connection] | None
     ) -> pymysql.connections.Connection:
-        """An idle connection, pinged if idle long, or else a new one."""
+        """An idle connection, pinged (it was idle long), or else a new one."""
         if found is not None:
-            since, conn = found
-            if time.monotonic() - since <= _IDLE_CHECK:
-                return conn
+            conn = found[1]
             try:
                 conn.ping(reconnect=False)
                 return conn

@@ -111,9 +111,9 @@ class _Stages:
         # rest by `_payload`, parsed by `_Answer.take`.
         for name in ("commit", "rollback", "begin", "cursor", "_execute_command", "_read_packet"):
             self.wrap(pymysql.connections.Connection, name, "driver")
-        if isinstance(writer, SessionaryWriter):
-            from sessionary.stores import mysql
+        from sessionary.stores import mysql
 
+        if isinstance(writer, SessionaryWriter) and hasattr(mysql, "_Answer"):  # not before
             self.wrap(mysql, "_payload", "ours: answer's packets (mysql._payload)")
             self.wrap(mysql._Answer, "take", "ours: answer parsed (mysql._Answer)")
 

@@ -360,3 +360,19 @@ async def test_an_async_answer_reads_as_the_cursor_reads_it(url: str) -> None:
         assert rows == [(0, 1)]  # h_two's row 3; h_fail's 99 rolled back
     finally:
         await driver.close()
+
+
+def test_a_call_waits_no_longer_than_its_timeout(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The answer is read straight from the socket (`_payload`), under the read timeout.
+    monkeypatch.setattr(mysql, "GRACE", 0.0)
+    driver = mysql.MySQLDriver(url, pool_size=1, timeout=0.5)
+    try:
+        driver.start(lambda tx: None)
+        start = time.monotonic()
+        with pytest.raises(sessionary.StoreUnavailable):
+            driver._call("h_sleep", [3])
+        assert time.monotonic() - start < 2.5
+        answer = driver._call("h_length", ["four"])
+        assert answer is not None and answer.rows == [("4",)]
+    finally:
+        driver.close()

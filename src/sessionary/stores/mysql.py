@@ -27,8 +27,8 @@ it on every read (a quarter of the server's time of a path read, more than readi
 rows).
 
 A one-message append CALLs its stored procedure (`routine_call`), and the driver reads
-the answer itself rather than through a cursor (`_call`, `_Answer`; on PyMySQL the
-packets after the first through `_payload`): the procedures answer with OK packets and
+the answer itself rather than through a cursor (`_call`, `_Answer`; on PyMySQL its
+packets through `_payload`): the procedures answer with OK packets and
 text result sets only, and PyMySQL's result objects (column definitions parsed,
 values converted, one `nextset` per result) took as much of the client's CPU of an
 append as everything else in the driver. Errors, timeouts, lost connections and packet
@@ -360,8 +360,7 @@ def _payload(conn: Any) -> bytes:
     `_read_bytes` reads it (a failed or short read closes the connection, as lost),
     the sequence number (a wrong one closes it), payloads over 16 MiB in several
     packets, and an error packet raised as the server's error. The socket's timeout
-    is the one the connection's own `_read_packet` sets: so this reads only after it
-    read the answer's first packet.
+    must be the read timeout already (see `_first_payload`).
     """
     read = conn._rfile.read
     parts: list[bytes] = []
@@ -393,6 +392,20 @@ def _payload(conn: Any) -> bytes:
     data = parts[0] if len(parts) == 1 else b"".join(parts)
     if data[:1] == b"\xff":
         pymysql.protocol.MysqlPacket(data, conn.encoding).raise_for_error()
+    return data
+
+
+def _first_payload(conn: Any) -> bytes:
+    """The payload of the first packet of an answer to a query `conn` just sent.
+
+    Where the socket's timeout is the connection's read timeout already (PyMySQL sets
+    its write timeout before it writes, the same on the pool's connections, see
+    `_connect`), `_payload` reads the answer at once; else the connection's
+    `_read_packet` sets the read timeout first.
+    """
+    if conn._sock.gettimeout() == conn._read_timeout:
+        return _payload(conn)
+    data: bytes = conn._read_packet().get_all_data()
     return data
 
 
@@ -1076,7 +1089,7 @@ class MySQLDriver:
                 try:
                     answer = _Answer()
                     conn._execute_command(_COM_QUERY, query)
-                    done = answer.take(conn, conn._read_packet().get_all_data())
+                    done = answer.take(conn, _first_payload(conn))
                     while not done:
                         done = answer.take(conn, _payload(conn))
                     return answer

@@ -11,7 +11,8 @@ with stages wrapped, where that CPU went. A stage's time is its own, less that o
 stages called inside it: the driver (psycopg, its pool, PyMySQL; the SQLite engine's
 C calls cannot be wrapped) and, for sessionary, the stages of its append (building the
 message, checking and encoding it, its search text, its rows, the driver glue of
-`run_alone`, the psycopg answer watch, the search index's catch-up). The wrapped block's
+`run_alone`, the reading of a MariaDB CALL's answer (`_payload`, `_Answer`), the psycopg
+answer watch, the search index's catch-up). The wrapped block's
 shares are scaled to the unwrapped block's CPU; what no stage holds is the calls
 between them (for raw: the benchmark's JSON body and id).
 
@@ -92,12 +93,7 @@ class _Stages:
             for name in ("getconn", "putconn"):
                 self.wrap(psycopg_pool.ConnectionPool, name, "driver: pool")
         elif backend == "mysql":
-            import pymysql
-
-            for name in ("execute", "fetchall", "fetchone", "nextset", "close"):
-                self.wrap(pymysql.cursors.Cursor, name, "driver")
-            for name in ("commit", "rollback", "begin", "cursor"):
-                self.wrap(pymysql.connections.Connection, name, "driver")
+            self._pymysql(writer)
         if isinstance(writer, SessionaryWriter | _SqliteOurs):
             self._ours(writer)
         try:
@@ -105,6 +101,21 @@ class _Stages:
         finally:
             while self._undo:
                 self._undo.pop()()
+
+    def _pymysql(self, writer: Writer) -> None:
+        import pymysql
+
+        for name in ("execute", "fetchall", "fetchone", "nextset", "close"):
+            self.wrap(pymysql.cursors.Cursor, name, "driver")
+        # sessionary reads a CALL's answer itself: the first packet by the driver, the
+        # rest by `_payload`, parsed by `_Answer.take`.
+        for name in ("commit", "rollback", "begin", "cursor", "_execute_command", "_read_packet"):
+            self.wrap(pymysql.connections.Connection, name, "driver")
+        from sessionary.stores import mysql
+
+        if isinstance(writer, SessionaryWriter) and hasattr(mysql, "_Answer"):  # not before
+            self.wrap(mysql, "_payload", "ours: answer's packets (mysql._payload)")
+            self.wrap(mysql._Answer, "take", "ours: answer parsed (mysql._Answer)")
 
     def _ours(self, writer: SessionaryWriter | _SqliteOurs) -> None:
         import sessionary._sync.stores.sql as sql_store

@@ -1,10 +1,14 @@
 """Where a MariaDB append's time goes: client and server CPU per append, beside raw PyMySQL.
 
-    python bench/probe_mysql_cpu.py [seconds per block] [rounds] [single,distinct,shared] [scripts]
+    python bench/probe_mysql_cpu.py [seconds per block] [rounds] [shapes] [scripts|cursor]
+
+(shapes: any of single,distinct,shared)
 
 With `scripts`, each shape also runs sessionary with its one-message appends sent as
 scripts rather than as CALLs of their stored procedures (`stores.mysql._calls_routines`
-turned off on those writers' drivers), so the two compare in the same run.
+turned off on those writers' drivers), so the two compare in the same run. With
+`cursor`, the extra cells CALL the procedures but read the answer through PyMySQL's
+cursor, as the driver did before it read the answer itself (`stores.mysql._Answer`).
 
 Runs the MariaDB append cells of `bench/servers.py` (sessionary's sync API and raw PyMySQL,
 1 writer, 8 writers on distinct sessions, 8 on one shared session), interleaved, and
@@ -25,6 +29,7 @@ server, the append rate follows the sum of the two CPU columns.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import resource
@@ -62,27 +67,48 @@ def _connection_threads(database: str) -> list[int]:
         conn.close()
 
 
-def _script_cells(backend: MySQL, shapes: list[str]) -> list[Cell]:
-    """Sessionary cells whose writers send every append as a script (no procedure)."""
+def _variant_cells(backend: MySQL, shapes: list[str], variant: str) -> list[Cell]:
+    """Sessionary cells whose writers send every append as a script (no procedure), or
+    read a CALL's answer through the cursor (`variant`: `scripts` or `cursor`)."""
     cells = []
     for writers, mode in SHAPES:
         if mode not in shapes:
             continue
-        cell = Cell(backend.name, "sessionary", "sessionary (scripts)", writers, mode, False)
+        cell = Cell(backend.name, "sessionary", f"sessionary ({variant})", writers, mode, False)
         shared = backend.new_session("sessionary")
         for _ in range(writers):
             session = shared if mode != "distinct" else backend.new_session("sessionary")
             writer: Any = backend.writer("sessionary", session)
-            store = writer.manager.store
-            store._driver.start(store._setup)
-            store._ready = True
-            store._driver._routines = False
+            driver = writer.manager.store._driver
+            driver.start(writer.manager.store._setup)
+            writer.manager.store._ready = True
+            if variant == "scripts":
+                driver._routines = False
+            else:
+                driver._call = functools.partial(_cursor_call, driver)
             cell.handles.append(writer)
         cells.append(cell)
     return cells
 
 
-def probe(seconds: float, rounds: int, shapes: list[str], scripts: bool = False) -> None:
+def _cursor_call(driver: Any, name: str, values: Any) -> Any:
+    """`MySQLDriver._call` with the answer read by PyMySQL's cursor (results, nextset)."""
+    from sessionary.stores import mysql
+
+    with driver._pool.connection() as conn:
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(mysql._call_query(conn, name, values, driver._packet).decode())
+                rows, changed = mysql._results(cursor)
+        except BaseException:
+            conn.rollback()
+            raise
+    answer = mysql._Answer()
+    answer.rows, answer.changed = rows, changed
+    return answer
+
+
+def probe(seconds: float, rounds: int, shapes: list[str], variant: str = "") -> None:
     backend = MySQL()
     if (problem := backend.problem()) is not None:
         print(f"mysql: {problem}")
@@ -91,8 +117,8 @@ def probe(seconds: float, rounds: int, shapes: list[str], scripts: bool = False)
     backend.setup()
     try:
         cells = [cell for cell in _append_cells(backend) if cell.mode in shapes]
-        if scripts:
-            cells += _script_cells(backend, shapes)
+        if variant:
+            cells += _variant_cells(backend, shapes, variant)
         server: dict[int, float] = {id(cell): 0.0 for cell in cells}
         kernel: dict[int, list[float]] = {id(cell): [0.0, 0.0, 0.0] for cell in cells}
         waits: dict[int, int] = {id(cell): 0 for cell in cells}
@@ -151,7 +177,7 @@ def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 1.5
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     shapes = sys.argv[3].split(",") if len(sys.argv) > 3 else [mode for _, mode in SHAPES]
-    probe(seconds, rounds, shapes, len(sys.argv) > 4 and sys.argv[4] == "scripts")
+    probe(seconds, rounds, shapes, sys.argv[4] if len(sys.argv) > 4 else "")
 
 
 if __name__ == "__main__":

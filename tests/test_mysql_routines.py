@@ -43,15 +43,20 @@ def _mariadb(manager: sessionary.SessionManager) -> bool:
 
 
 def _calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The statements every PyMySQL connection sends from now on, in order."""
+    """The statements every PyMySQL connection sends from now on, in order.
+
+    (Every query goes through `_execute_command`, the store's CALLs too, which read
+    their answer themselves: `stores.mysql._Answer`.)
+    """
     sent: list[str] = []
-    query = pymysql.connections.Connection.query
+    execute = pymysql.connections.Connection._execute_command
 
-    def counted(self: Any, sql: Any, unbuffered: bool = False) -> int:
-        sent.append(sql.decode() if isinstance(sql, bytes) else sql)
-        return int(query(self, sql, unbuffered))
+    def counted(self: Any, command: int, sql: Any) -> Any:
+        if command == pymysql.constants.COMMAND.COM_QUERY:
+            sent.append(sql.decode() if isinstance(sql, bytes) else sql)
+        return execute(self, command, sql)
 
-    monkeypatch.setattr(pymysql.connections.Connection, "query", counted)
+    monkeypatch.setattr(pymysql.connections.Connection, "_execute_command", counted)
     return sent
 
 
@@ -244,18 +249,17 @@ def test_a_version_6_schema_keeps_the_locked_procedure_for_its_clients(
     # Four writers CALL the version 6 procedure, as clients of that release do, while
     # four of this release CALL its successor, on the same session at once.
     released = threading.local()
-    call = mysql._call
+    call = mysql._call_query
 
-    def either(conn: Any, sql: str, params: Any) -> str | None:
-        found = call(conn, sql, params)
-        if found is not None and getattr(released, "old", False):
-            return found.replace(f"CALL {ROUTINE_NAMES[1]}(", "CALL sessionary_append_locked(")
-        return found
+    def either(conn: Any, name: str, values: Any, packet: int) -> bytes:
+        if name == ROUTINE_NAMES[1] and getattr(released, "old", False):
+            name = "sessionary_append_locked"
+        return call(conn, name, values, packet)
 
     def mark(n: int) -> None:
         released.old = n % 2 == 0
 
-    monkeypatch.setattr(mysql, "_call", either)
+    monkeypatch.setattr(mysql, "_call_query", either)
     sent = _calls(monkeypatch)
     assert _writers(mysql_url, "s", 8, 25, mark) == []
     if mariadb:

@@ -22,7 +22,7 @@ from sessionary import Message
 from sessionary.errors import BackendNotInstalled, InvalidURL, SchemaError, StoreUnavailable
 from sessionary.query import parse_query, words
 from sessionary.records import Scope, SessionInfo
-from sessionary.stores import _mysql_sql, _postgres_sql
+from sessionary.stores import _mysql_sql, _postgres_sql, mysql
 from sessionary.stores import _sql_common as shared
 from sessionary.stores._common import prepare_messages
 from sessionary.stores._sql_common import search_text
@@ -332,20 +332,32 @@ def test_mysql_appends_take_one_request_each(
     # An append is one request. On MariaDB an append of one message is a CALL of its
     # stored procedure (a script as one compound statement for more), so it is also one
     # answer, not one per statement. A store that found another writer had moved the
-    # head locks the row at once until it finds the head where it left it.
+    # head locks the row at once until it finds the head where it left it. (Every
+    # request goes through `_execute_command`; a CALL's answer is read by the store's
+    # driver itself, `mysql._Answer`, a script's by the cursor, one result at a time.)
     requests: list[str] = []
     answers = [0]
+    execute = pymysql.connections.Connection._execute_command
     query = pymysql.connections.Connection.query
     next_result = pymysql.connections.Connection.next_result
+    ended = mysql._Answer._ended
+
+    def counted_execute(self: Any, command: int, sql: Any) -> Any:
+        if command == pymysql.constants.COMMAND.COM_QUERY:
+            requests.append(sql.decode() if isinstance(sql, bytes) else sql)
+        return execute(self, command, sql)
 
     def counted_query(self: Any, sql: Any, unbuffered: bool = False) -> int:
-        requests.append(sql.decode() if isinstance(sql, bytes) else sql)
         answers[0] += 1
         return int(query(self, sql, unbuffered))
 
     def counted_next(self: Any, unbuffered: bool = False) -> int:
         answers[0] += 1
         return int(next_result(self, unbuffered))
+
+    def counted_end(self: Any, conn: Any, status: int) -> bool:
+        answers[0] += 1
+        return bool(ended(self, conn, status))
 
     with (
         sessionary.SessionManager(mysql_url) as mine,
@@ -357,8 +369,10 @@ def test_mysql_appends_take_one_request_each(
         ours.append(Message.user("moved"))  # finds the head moved: two scripts
         with mine.store._begin() as tx:
             mariadb = "mariadb" in str(tx.fetchone("SELECT VERSION()")[0]).lower()
+        monkeypatch.setattr(pymysql.connections.Connection, "_execute_command", counted_execute)
         monkeypatch.setattr(pymysql.connections.Connection, "query", counted_query)
         monkeypatch.setattr(pymysql.connections.Connection, "next_result", counted_next)
+        monkeypatch.setattr(mysql._Answer, "_ended", counted_end)
         theirs.append(Message.user("theirs"))
         requests.clear()
         answers[0] = 0

@@ -26,6 +26,15 @@ plain query escapes them (`_prepared_name`): the server then skips parsing and r
 it on every read (a quarter of the server's time of a path read, more than reading its
 rows).
 
+A one-message append CALLs its stored procedure (`routine_call`), and the driver reads
+the answer itself rather than through a cursor (`_call`, `_Answer`; on PyMySQL its
+packets through `_payload`): the procedures answer with OK packets and
+text result sets only, and PyMySQL's result objects (column definitions parsed,
+values converted, one `nextset` per result) took as much of the client's CPU of an
+append as everything else in the driver. Errors, timeouts, lost connections and packet
+sizes are handled as the drivers handle them; a connection left in the middle of an
+answer is closed.
+
 Waits are bounded (see `_waits`): connecting, the server's greeting and login included,
 takes at most `connect_timeout` seconds; a lock wait at most `timeout`
 (`innodb_lock_wait_timeout`, so the server says so itself); and any one answer at most
@@ -168,16 +177,21 @@ def _fitting(
     """A statement and its arguments for `cursor.execute`, known to fit in a packet.
 
     The server refuses a statement of `packet` bytes or more (`max_allowed_packet`, the
-    command byte included), and may drop the connection. A bound clears most statements
-    at once; one near the limit is escaped here to be measured, and returned escaped.
+    command byte included), and may drop the connection. The values are written in
+    here (`_literal`, as the driver's `mogrify` would, in a fraction of its time: it
+    escapes each value through a chain of calls, several microseconds for a search
+    catch-up's hundreds of seqs); a bound clears most statements at once, and one near
+    the limit is measured.
 
     Raises:
         PayloadTooLarge: If the statement does not fit; nothing was sent.
     """
-    args = tuple(params) or None
-    if not packet or _size_bound(sql, args or ()) < packet:
-        return sql, args
-    query: str = cursor.mogrify(sql, args)
+    if not params:
+        return sql, None  # the driver leaves such a statement as it is, `%%` included
+    conn = cursor.connection
+    query: str = sql % tuple([_literal(conn, v) for v in params])
+    if not packet or 1 + 4 * len(query) < packet:
+        return query, None
     size = 1 + len(query.encode())
     if size >= packet:
         limit = f"the server's max_allowed_packet ({packet} bytes)"
@@ -221,18 +235,184 @@ def _calls_routines(version: str, visible: int) -> bool:
     return "mariadb" in version.lower() and visible == len(ROUTINE_NAMES)
 
 
-def _call(conn: Any, sql: str, params: Sequence[Any]) -> str | None:
-    """The CALL of a script's stored procedure (`routine_call`), its values written in.
+def _call_query(conn: Any, name: str, values: Sequence[Any], packet: int) -> bytes:
+    """The CALL of a procedure (see `routine_call`), its values written in, as sent.
 
     Written here as `_literal` writes them, not by the driver's `mogrify`: its escaping
     of every value costs a one-message append about a third of the driver's time of it.
-    None: the script has no procedure.
+    Measured exactly (it is the query, as sent), not bounded as `_fitting` bounds one.
+
+    Raises:
+        PayloadTooLarge: If it does not fit in the server's packet; nothing was sent.
     """
-    found = routine_call(sql, params)
-    if found is None:
-        return None
-    name, values = found
-    return f"CALL {name}({', '.join([_literal(conn, v) for v in values])})"
+    query = f"CALL {name}({', '.join([_literal(conn, v) for v in values])})".encode()
+    if packet and len(query) + 1 >= packet:  # the command byte, as in `_fitting`
+        limit = f"the server's max_allowed_packet ({packet} bytes)"
+        raise PayloadTooLarge(f"a statement of {len(query) + 1} bytes is over {limit}")
+    return query
+
+
+_COM_QUERY = pymysql.constants.COMMAND.COM_QUERY
+_MORE_RESULTS = pymysql.constants.SERVER_STATUS.SERVER_MORE_RESULTS_EXISTS
+
+
+class _Answer:
+    """A CALL's answer read packet by packet, as `_results` reads a cursor's, in less.
+
+    The cursor reads an answer through PyMySQL's result objects, which parse every
+    column's definition and convert every value by its type, and the answer's results
+    one `nextset` at a time: of a one-message append, as much of the client's CPU as
+    the rest of the driver's glue. A procedure's answer (`routine_call`) is known:
+    OK packets (their changed rows add up), and result sets of text columns
+    (`routine_rows`), read here as text, their definitions skipped unread. `take`
+    parses each packet's payload and keeps `server_status` as the driver does (the
+    pool and `_literal` read it). The packets are read as the driver reads them: by
+    the connection's `_read_packet` (aiomysql), or by `_payload` (PyMySQL).
+    """
+
+    __slots__ = ("_columns", "_left", "_step", "changed", "rows")
+
+    def __init__(self) -> None:
+        self.changed = 0
+        """The rows the statements changed, in total (the OK packets' counts)."""
+        self.rows: list[Row] = []
+        """The last result set's rows."""
+        self._columns = 0
+        self._left = 0
+        self._step = 0  # 0: a result's first packet; 1: column definitions; 2: rows
+
+    def take(self, conn: Any, data: bytes) -> bool:
+        """Read the answer's next packet (its payload); True once it was the last."""
+        if not data:
+            raise pymysql.err.InternalError("mysql: an empty packet")
+        step = self._step
+        eof = data[0] == 0xFE and len(data) < 9  # (0xFE also starts a long row)
+        if step == 2:
+            if not eof:
+                self.rows.append(_row(data, self._columns))
+                return False
+            return self._ended(conn, data[3] | data[4] << 8)  # after the warnings' count
+        if step == 1:
+            self._left -= 1
+            if self._left < 0:  # the EOF packet after the definitions
+                if not eof:
+                    raise pymysql.err.InternalError("mysql: a malformed result set")
+                self._step = 2
+            return False
+        if data[0] == 0 and len(data) >= 7:  # an OK packet
+            changed, at = _number(data, 1)
+            _, at = _number(data, at)  # the last insert id
+            self.changed += changed or 0
+            return self._ended(conn, data[at] | data[at + 1] << 8)
+        columns, _ = _number(data, 0)
+        if not columns:  # NULL: the server asks for a local file (no procedure does)
+            raise pymysql.err.InternalError("mysql: an answer no procedure gives")
+        self._columns = self._left = columns
+        self._step = 1
+        self.rows = []
+        return False
+
+    def _ended(self, conn: Any, status: int) -> bool:
+        """A result ended with the server's `status`: whether it was the answer's last."""
+        conn.server_status = status
+        self._step = 0
+        return not status & _MORE_RESULTS
+
+
+def _number(data: bytes, at: int) -> tuple[int | None, int]:
+    """The length-encoded integer at `at` (None: NULL), and where what follows starts."""
+    first = data[at]
+    if first < 0xFB:
+        return first, at + 1
+    if first == 0xFB:
+        return None, at + 1
+    size = (2, 3, 8)[first - 0xFC] if first < 0xFF else 0
+    if not size or at + 1 + size > len(data):
+        raise pymysql.err.InternalError("mysql: a malformed packet")
+    return int.from_bytes(data[at + 1 : at + 1 + size], "little"), at + 1 + size
+
+
+def _row(data: bytes, columns: int) -> Row:
+    """A text row's values (NULL: None)."""
+    values: list[str | None] = []
+    at = 0
+    for _ in range(columns):
+        size, at = _number(data, at)
+        if size is None:
+            values.append(None)
+            continue
+        if at + size > len(data):
+            raise pymysql.err.InternalError("mysql: a malformed row")
+        values.append(data[at : at + size].decode())
+        at += size
+    return tuple(values)
+
+
+_MAX_PACKET = 0xFFFFFF
+"""A payload this long goes on in the next packet (`pymysql.connections.MAX_PACKET_LEN`)."""
+
+
+def _payload(conn: Any) -> bytes:
+    """The payload of a PyMySQL connection's next packet, as its `_read_packet` reads it.
+
+    The same reads and checks, in fewer calls and without a packet object (most of the
+    client's time of an answer of a few packets): its buffered socket file read as
+    `_read_bytes` reads it (a failed or short read closes the connection, as lost),
+    the sequence number (a wrong one closes it), payloads over 16 MiB in several
+    packets, and an error packet raised as the server's error. The socket's timeout
+    must be the read timeout already (see `_first_payload`).
+    """
+    read = conn._rfile.read
+    parts: list[bytes] = []
+    while True:
+        try:
+            header = read(4)
+            size = header[0] | header[1] << 8 | header[2] << 16 if len(header) == 4 else -1
+            data = read(size) if size > 0 else b""
+        except OSError as exc:
+            conn._force_close()
+            raise _lost(f" ({exc})") from exc
+        except BaseException:
+            conn._force_close()
+            raise
+        if size < 0 or len(data) < size:
+            conn._force_close()
+            raise _lost("")
+        if header[3] != conn._next_seq_id:
+            conn._force_close()
+            if header[3] == 0:  # MariaDB's error packet as it shuts down
+                raise _lost("")
+            raise pymysql.err.InternalError(
+                f"Packet sequence number wrong - got {header[3]} expected {conn._next_seq_id}"
+            )
+        conn._next_seq_id = (header[3] + 1) % 256
+        parts.append(data)
+        if size < _MAX_PACKET:
+            break
+    data = parts[0] if len(parts) == 1 else b"".join(parts)
+    if data[:1] == b"\xff":
+        pymysql.protocol.MysqlPacket(data, conn.encoding).raise_for_error()
+    return data
+
+
+def _first_payload(conn: Any) -> bytes:
+    """The payload of the first packet of an answer to a query `conn` just sent.
+
+    Where the socket's timeout is the connection's read timeout already (PyMySQL sets
+    its write timeout before it writes, the same on the pool's connections, see
+    `_connect`), `_payload` reads the answer at once; else the connection's
+    `_read_packet` sets the read timeout first.
+    """
+    if conn._sock.gettimeout() == conn._read_timeout:
+        return _payload(conn)
+    data: bytes = conn._read_packet().get_all_data()
+    return data
+
+
+def _lost(why: str) -> pymysql.err.OperationalError:
+    """PyMySQL's error for a connection lost while reading an answer."""
+    text = f"Lost connection to MySQL server during query{why}"
+    return pymysql.err.OperationalError(pymysql.constants.CR.CR_SERVER_LOST, text)
 
 
 _REFUSED = {1305, 1318, 1370}
@@ -340,13 +520,15 @@ def _literal(conn: Any, value: Any) -> str:
     same escapes (NUL, line ends, ^Z, backslash first, quotes); None is NULL.
     """
     kind = type(value)
-    if kind is int:
-        return str(value)
     if kind is str and not conn.server_status & _NO_BACKSLASH_ESCAPES:
         for char, escape in _ESCAPES:
             if char in value:  # a scan in C; most characters occur in no value
                 value = value.replace(char, escape)
         return f"'{value}'"
+    if kind is int:
+        return str(value)
+    if kind is bool:
+        return "1" if value else "0"
     if value is None:
         return "NULL"
     if kind is bytes or kind is bytearray:
@@ -546,20 +728,14 @@ class AsyncMySQLDriver:
         a statement fails, the server runs none after it: the open transaction is rolled
         back here.
         """
+        if self._routines and (found := routine_call(sql, params)) is not None:
+            answer = await self._call(*found)
+            if answer is not None:
+                return routine_rows(answer.rows), answer.changed
         try:
             async with self._connection() as conn, deadline(self._timeout + GRACE):
                 try:
                     async with conn.cursor(_Cursor) as cursor:
-                        call = _call(conn, sql, params) if self._routines else None
-                        if call is not None:
-                            try:
-                                await cursor.execute(*_fitting(cursor, call, (), self._packet))
-                                rows, changed = await _async_results(cursor)
-                                return routine_rows(rows), changed
-                            except pymysql.err.Error as exc:
-                                if not _refused(exc):
-                                    raise
-                                self._routines = False
                         prepared = _prepared_name(conn, sql, params, self._version, self._packet)
                         if prepared is not None and prepared[1]:
                             try:
@@ -576,6 +752,36 @@ class AsyncMySQLDriver:
                 except BaseException:
                     with contextlib.suppress(*_ERRORS):
                         await conn.rollback()
+                    raise
+        except _ERRORS as exc:
+            raise store_error(self._where, exc) from exc
+
+    async def _call(self, name: str, values: Sequence[Any]) -> _Answer | None:
+        """CALL a procedure (see `routine_call`) and read its answer (`_Answer`).
+
+        None: the server refused the CALL before running anything (`_refused`); the
+        store sends the scripts from then on. A statement that fails is rolled back, as
+        in `run_alone`; a connection left in the middle of an answer (cancelled, timed
+        out) is closed, never reused.
+        """
+        try:
+            async with self._connection() as conn, deadline(self._timeout + GRACE):
+                query = _call_query(conn, name, values, self._packet)
+                try:
+                    answer = _Answer()
+                    await conn._execute_command(_COM_QUERY, query)
+                    while not answer.take(conn, (await conn._read_packet()).get_all_data()):
+                        pass
+                    return answer
+                except pymysql.err.Error as exc:
+                    if _refused(exc):
+                        self._routines = False
+                        return None
+                    with contextlib.suppress(*_ERRORS):
+                        await conn.rollback()
+                    raise
+                except BaseException:
+                    conn.close()
                     raise
         except _ERRORS as exc:
             raise store_error(self._where, exc) from exc
@@ -685,42 +891,95 @@ def _connect(
     return conn
 
 
+def _abandon(conn: pymysql.connections.Connection) -> None:
+    """Close a connection left in the middle of an answer, which nothing may read on."""
+    with contextlib.suppress(Exception):
+        conn._force_close()
+
+
 class _Pool:
-    """At most `size` PyMySQL connections, shared by threads; idle ones are reused."""
+    """At most `size` PyMySQL connections, shared by threads; idle ones are reused.
+
+    The count of connections out and the idle ones are kept under one lock, taken once
+    by `take` and once by `give` where a connection is free (a semaphore's `acquire`
+    and `release` are Python code around a condition: a few microseconds of every
+    statement's client time). A thread finds the pool full only when `size` are out;
+    it then waits on the lock's condition, which `give` notifies only while one waits.
+    """
 
     def __init__(self, options: dict[str, Any], size: int, timeout: float, where: str) -> None:
         self._options = options
         self._timeout = timeout
         self._where = where
-        self._slots = threading.BoundedSemaphore(size)
+        self._size = size
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
+        self._out = 0
+        """Connections taken and not given back (or slots taken to make one)."""
+        self._waiting = 0
+        """Threads waiting for a connection to be given back."""
         self._idle: list[tuple[float, pymysql.connections.Connection]] = []
         self.closed = False
 
     @contextmanager
     def connection(self) -> Iterator[pymysql.connections.Connection]:
+        conn = self.take()
+        try:
+            yield conn
+        finally:
+            self.give(conn)
+
+    def take(self) -> pymysql.connections.Connection:
+        """A connection for this thread alone, until it `give`s it back."""
         if self.closed:
             raise Closed("mysql: the store is closed")
-        if not self._slots.acquire(timeout=max(POOL_WAIT, self._options["connect_timeout"])):
-            raise StoreError(f"mysql: every pooled connection stayed busy for {POOL_WAIT:g} s")
-        try:
-            conn = self._take()
-            try:
-                yield conn
-            finally:  # a failed transaction was rolled back; a broken connection is closed
-                if conn.open:
-                    with self._lock:
-                        self._idle.append((time.monotonic(), conn))
-        finally:
-            self._slots.release()
-
-    def _take(self) -> pymysql.connections.Connection:
         with self._lock:
+            if self._out >= self._size:
+                self._wait()
+            self._out += 1
             found = self._idle.pop() if self._idle else None
+        if found is not None and time.monotonic() - found[0] <= _IDLE_CHECK:
+            return found[1]
+        try:
+            return self._checked(found)
+        except BaseException:
+            self._release()
+            raise
+
+    def _wait(self) -> None:
+        """Wait (the lock held) until fewer than `size` connections are out, or fail."""
+        wait = max(POOL_WAIT, self._options["connect_timeout"])
+        self._waiting += 1
+        try:
+            if not self._freed.wait_for(lambda: self._out < self._size, wait):
+                raise StoreError(f"mysql: every pooled connection stayed busy for {POOL_WAIT:g} s")
+        finally:
+            self._waiting -= 1
+
+    def give(self, conn: pymysql.connections.Connection) -> None:
+        """Take back a connection from `take`: kept if still open, for the next one."""
+        # A failed transaction was rolled back; a broken connection is closed.
+        idle = (time.monotonic(), conn) if conn.open else None
+        with self._lock:
+            if idle is not None:
+                self._idle.append(idle)
+            self._out -= 1
+            if self._waiting:
+                self._freed.notify()
+
+    def _release(self) -> None:
+        """Give back a slot `take` counted but could not fill."""
+        with self._lock:
+            self._out -= 1
+            if self._waiting:
+                self._freed.notify()
+
+    def _checked(
+        self, found: tuple[float, pymysql.connections.Connection] | None
+    ) -> pymysql.connections.Connection:
+        """An idle connection, pinged (it was idle long), or else a new one."""
         if found is not None:
-            since, conn = found
-            if time.monotonic() - since <= _IDLE_CHECK:
-                return conn
+            conn = found[1]
             try:
                 conn.ping(reconnect=False)
                 return conn
@@ -792,20 +1051,14 @@ class MySQLDriver:
         self, sql: str, params: Sequence[Any], unlock_early: bool = False
     ) -> tuple[list[Row], int]:
         """Run a script that is a transaction of its own; see `AsyncMySQLDriver.run_alone`."""
+        if self._routines and (found := routine_call(sql, params)) is not None:
+            answer = self._call(*found)
+            if answer is not None:
+                return routine_rows(answer.rows), answer.changed
         try:
             with self._pool.connection() as conn:
                 try:
                     with conn.cursor() as cursor:
-                        call = _call(conn, sql, params) if self._routines else None
-                        if call is not None:
-                            try:
-                                cursor.execute(*_fitting(cursor, call, (), self._packet))
-                                rows, changed = _results(cursor)
-                                return routine_rows(rows), changed
-                            except pymysql.err.Error as exc:
-                                if not _refused(exc):
-                                    raise
-                                self._routines = False
                         prepared = _prepared_name(conn, sql, params, self._version, self._packet)
                         if prepared is not None and prepared[1]:
                             try:
@@ -823,6 +1076,35 @@ class MySQLDriver:
                     with contextlib.suppress(*_ERRORS):
                         conn.rollback()
                     raise
+        except _ERRORS as exc:
+            raise store_error(self._where, exc) from exc
+
+    def _call(self, name: str, values: Sequence[Any]) -> _Answer | None:
+        """CALL a procedure and read its answer; see `AsyncMySQLDriver._call`."""
+        pool = self._pool
+        try:
+            conn = pool.take()
+            try:
+                query = _call_query(conn, name, values, self._packet)
+                try:
+                    answer = _Answer()
+                    conn._execute_command(_COM_QUERY, query)
+                    done = answer.take(conn, _first_payload(conn))
+                    while not done:
+                        done = answer.take(conn, _payload(conn))
+                    return answer
+                except pymysql.err.Error as exc:
+                    if _refused(exc):
+                        self._routines = False
+                        return None
+                    with contextlib.suppress(*_ERRORS):
+                        conn.rollback()
+                    raise
+                except BaseException:
+                    _abandon(conn)
+                    raise
+            finally:
+                pool.give(conn)
         except _ERRORS as exc:
             raise store_error(self._where, exc) from exc
 

@@ -376,3 +376,56 @@ def test_a_call_waits_no_longer_than_its_timeout(url: str, monkeypatch: pytest.M
         assert answer is not None and answer.rows == [("4",)]
     finally:
         driver.close()
+
+
+def test_both_drivers_connections_have_what_the_reader_uses(url: str) -> None:
+    # Fails when a PyMySQL or aiomysql release renames an internal the reader uses: the
+    # stores would then quietly send scripts (slower), as the next test shows.
+    conn = _connect(url)
+    try:
+        assert mysql._reads_answers(conn)
+    finally:
+        conn.close()
+
+    async def check() -> None:
+        driver = AsyncMySQLDriver(url, pool_size=1)
+        try:
+            await driver.start(_no_setup)
+            assert driver._routines
+        finally:
+            await driver.close()
+
+    asyncio.run(check())
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_driver_without_those_internals_appends_by_script(
+    url: str, flavour: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mysql, "_ANSWER_PARTS", ("_no_such_part", *mysql._ANSWER_PARTS))
+    called: list[str] = []
+    real = mysql._call_query
+
+    def spy(conn: Any, name: str, values: Any, packet: int) -> bytes:
+        called.append(name)
+        return real(conn, name, values, packet)
+
+    monkeypatch.setattr(mysql, "_call_query", spy)
+    if flavour == "sync":
+        with sessionary.SessionManager(url) as manager:
+            session = manager.session("s")
+            for n in range(3):
+                session.append(sessionary.Message.user(f"by script {n}"))
+            texts = [m.text for m in session.history()]
+    else:
+
+        async def run() -> list[str]:
+            async with sessionary.AsyncSessionManager(url) as manager:
+                session = manager.session("s")
+                for n in range(3):
+                    await session.append(sessionary.Message.user(f"by script {n}"))
+                return [m.text for m in await session.history()]
+
+        texts = asyncio.run(run())
+    assert texts[-3:] == ["by script 0", "by script 1", "by script 2"]
+    assert called == []

@@ -223,16 +223,46 @@ _ROUTINES_SQL = (
 """How many of the append procedures this connection's user may see (and so call)."""
 
 
-def _calls_routines(version: str, visible: int) -> bool:
+def _calls_routines(version: str, visible: int, conn: Any = None) -> bool:
     """Whether one-message appends CALL their stored procedures (see `routine_call`).
 
     On MariaDB only, where a CALL's answer counts the rows its statements changed, as
     the script's does (MySQL's counts the last statement's alone), and only if this
     user may see them: a user granted no more than SELECT, INSERT, UPDATE and DELETE
     (a schema applied by hand, `migrate=false`) runs the scripts. So does a store whose
-    CALL the server refused later (`_refused`).
+    CALL the server refused later (`_refused`), and one whose driver's connection `conn`
+    lacks what `_call` reads an answer with (`_reads_answers`).
     """
-    return "mariadb" in version.lower() and visible == len(ROUTINE_NAMES)
+    return (
+        "mariadb" in version.lower()
+        and visible == len(ROUTINE_NAMES)
+        and (conn is None or _reads_answers(conn))
+    )
+
+
+_ANSWER_PARTS = (
+    "_execute_command",
+    "_read_packet",
+    "server_status",
+    "_rfile",
+    "_sock",
+    "_read_timeout",
+    "_next_seq_id",
+    "_force_close",
+)
+"""What of a driver's connection `_call` uses to read an answer: aiomysql's the first
+three, PyMySQL's all (see `_payload`)."""
+
+
+def _reads_answers(conn: Any) -> bool:
+    """Whether `_call` can read answers on connections like `conn` (its driver's internals).
+
+    They are not the drivers' public API: a release of PyMySQL or aiomysql that renamed
+    one would make every CALL fail. Such a store sends the scripts, through the cursor.
+    """
+    pymysql_conn = isinstance(conn, pymysql.connections.Connection)
+    parts = _ANSWER_PARTS if pymysql_conn else _ANSWER_PARTS[:3]
+    return all(hasattr(conn, part) for part in parts)
 
 
 def _call_query(conn: Any, name: str, values: Sequence[Any], packet: int) -> bytes:
@@ -685,7 +715,8 @@ class AsyncMySQLDriver:
                     self._options["init_command"] = session_setup(version, self._timeout)
                     await setup(_AsyncTransaction(cursor, _unbounded, self._packet))
                     await cursor.execute(_ROUTINES_SQL)
-                    self._routines = _calls_routines(version, (await cursor.fetchone())[0])
+                    visible = (await cursor.fetchone())[0]
+                    self._routines = _calls_routines(version, visible, conn)
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
             finally:
@@ -1039,7 +1070,7 @@ class MySQLDriver:
                     self._options["init_command"] = session_setup(version, self._timeout)
                     setup(_Transaction(cursor, self._packet))
                     cursor.execute(_ROUTINES_SQL)
-                    self._routines = _calls_routines(version, cursor.fetchone()[0])
+                    self._routines = _calls_routines(version, cursor.fetchone()[0], conn)
             except _ERRORS as exc:
                 raise store_error(self._where, exc) from exc
             finally:

@@ -184,7 +184,7 @@ def _pieces_why(out: Outcome) -> str:
         return ""
     update = cost["seen"] - cost["seen-noupdate"]
     text = (
-        f"; of the server's CPU ({PIECES} below), the append's procedure costs "
+        f"; on the server (“{PIECES}” below), the append's procedure costs "
         f"{cost['seen']:,.0f} µs vs raw's {cost['raw']:,.0f}: the UPDATE of the session's row "
         f"(the head's compare-and-set) {update:,.0f} µs, of which "
         f"{cost['seen-missupdate'] - cost['seen-noupdate']:,.0f} µs is the statement's "

@@ -278,9 +278,12 @@ class Launcher:
     """The parent's side of one `_worker.py launcher` process."""
 
     def __init__(self, cwd: Path) -> None:
+        self.tag = f"sessionary-crash-{os.getpid()}-{time.monotonic_ns()}"
+        """The PostgreSQL `application_name` of its writers' connections (see `settle`)."""
         self.proc = subprocess.Popen(
             worker_command("launcher", "-", "-"),
             cwd=cwd,
+            env={**os.environ, "PGAPPNAME": self.tag},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -306,6 +309,61 @@ class Launcher:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(LINE_TIMEOUT)
+
+
+SETTLE = 20.0
+"""Seconds a server may take to finish what a killed writer had sent it."""
+
+
+def settle(url: str, tag: str) -> None:
+    """Wait until the server has finished every statement a killed writer had sent it.
+
+    A server runs a statement to its end after its client is gone (that is what makes an
+    append script whole), so right after a kill the writer's last append may still
+    commit. The checks read the session in several statements, so they wait for that
+    first: on MariaDB until no other connection to the test's own database is running
+    one, on PostgreSQL until no connection named `tag` (the writers' `application_name`)
+    is. Other stores have no such work in flight once the writer is dead.
+    """
+    deadline = time.monotonic() + SETTLE
+    if url.startswith(("mysql://", "mariadb://")):
+        from urllib.parse import unquote, urlsplit
+
+        import pymysql
+
+        parts = urlsplit(url)
+        conn = pymysql.connect(
+            host=parts.hostname or "localhost",
+            port=parts.port or 3306,
+            user=unquote(parts.username or "root"),
+            password=unquote(parts.password or ""),
+            database=unquote(parts.path.lstrip("/")),
+            autocommit=True,
+        )
+        busy = (
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() "
+            "AND ID <> CONNECTION_ID() AND COMMAND NOT IN ('Sleep', 'Daemon')"
+        )
+    elif url.startswith(("postgresql://", "postgres://")):
+        import psycopg
+
+        conn = psycopg.connect(url.split("?")[0], autocommit=True)
+        busy = (
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND state <> 'idle'"
+        )
+    else:
+        return
+    try:
+        while True:
+            with conn.cursor() as cursor:
+                cursor.execute(busy, (tag,) if "%s" in busy else None)
+                row = cursor.fetchone()
+            if not row or not row[0]:
+                return
+            assert time.monotonic() < deadline, f"a killed writer's statement ran {SETTLE} s on"
+            time.sleep(0.01)
+    finally:
+        conn.close()
 
 
 @contextlib.contextmanager
@@ -355,7 +413,9 @@ class CrashLoop:
         self.count += 1
         session_id = f"s{n // 4}"  # four writers in turn continue each session
         early = (n == 0 and self.fresh) or self.rng.random() < 0.25
-        delay = self.rng.uniform(0, self.first_ack if early else LATE_KILL)
+        # An early kill aims inside the first ack's usual time, less a margin: that time
+        # varies from run to run, and a kill after the ack is a late one in all but name.
+        delay = self.rng.uniform(0, 0.8 * self.first_ack if early else LATE_KILL)
         context = f"trial {n} on {self.url}, {'early' if early else 'late'} kill at {delay:.3f} s"
         out = self.workdir / "writer.out"
         answer = self.launcher.run(
@@ -379,6 +439,7 @@ class CrashLoop:
             assert units, f"{context}: no ack before a late kill"
         before = self.paths.get(session_id, [])
         acked = [i for unit in units for i in unit]
+        settle(self.url, self.launcher.tag)
         try:
             ids, stored = check_session(
                 self.url,
@@ -451,7 +512,7 @@ async def _turns_while(call: Any) -> int:
     return turns
 
 
-async def _interrupted(call: Any, rng: random.Random, span: float, turns: int) -> float | None:
+async def interrupted(call: Any, rng: random.Random, span: float, turns: int) -> float | None:
     """Run an append under a random small timeout, or cancel its task after a few turns.
 
     A timeout is a timer, which the loop fires no sooner than its clock's resolution (a
@@ -497,7 +558,7 @@ async def cancellation_run(url: str, session_id: str, calls: int, seed: int) -> 
             else:
                 call = session.append_all([message(i) for i in ids])
             tally.trials += 1
-            took = await _interrupted(call, rng, 3 * statistics.median(taken[-7:]), turns)
+            took = await interrupted(call, rng, 3 * statistics.median(taken[-7:]), turns)
             if took is None:
                 tally.cancelled += 1
                 units.append(ids)

@@ -75,6 +75,10 @@ def test_quick_server_benchmark_writes_a_report(tmp_path: Path) -> None:
     assert sum("history(limit=20)" in v for v in verdicts) == 6
     assert "dropped" in report and "FAILED" not in report
     assert "Server CPU not measured" not in report  # every server runs on this machine
+    # MariaDB's append taken apart on the server: raw's row and the procedure's at least.
+    assert "### The server's CPU of an append, piece by piece" in report
+    assert "| raw PyMySQL: one INSERT into a bare table, then COMMIT |" in report
+    assert "`CALL sessionary_append_after_seen`" in report
     for rows in append_tables(report):
         assert len(rows) in (6, 15)  # 2 libraries (SQL) or 5 (Redis), 3 writer shapes each
         for row in rows:
@@ -118,8 +122,11 @@ def check_cpu_columns(row: dict[str, str]) -> None:
     assert 0 < client < 1e6 and 0 < server < 1e6, row  # every append costs both sides CPU
     assert 0 <= background <= server, row
     cores = os.cpu_count() or 1
-    # The bound is the cores over the CPU per append (the columns are rounded to whole µs).
-    assert bound == pytest.approx(cores * 1e6 / (client + server), rel=0.02, abs=2), row
+    # The bound is the cores over the CPU per append. The columns are rounded to whole µs,
+    # so their sum is within 1 µs of the one the bound was computed from (on Redis, some
+    # 40 µs: more than 2 %).
+    spent = client + server
+    assert cores * 1e6 / (spent + 1) - 2 <= bound <= cores * 1e6 / max(spent - 1, 0.5) + 2, row
     # No rate exceeds what its measured CPU allows (a little slack: a task that ended within
     # a block, and the kernel's lag in charging a running task, are not counted).
     assert rate <= 1.25 * bound, row

@@ -39,6 +39,10 @@ Variants, each a scratch database of its own:
 - `seen-missupdate`: `seen` whose UPDATE looks up a pk no row has (the statement's
   parse-free overhead, opening the table and planning, without changing a row), then
   inserts anyway: what of the head's move is statement overhead, not InnoDB's work.
+- `seen-state`: `seen` on a database whose messages carry a `search_state` column (with
+  an index on it and seq) in place of a `search_pending` row: the probe's procedure
+  inserts 0 there, and the insert trigger queues only rows inserted without it (NULL),
+  as older clients' would be. What a queue marker on the message row would cost instead.
 - `key`: every connection appends to the ONE session they share by CALLing the schema's
   `sessionary_append_by_key` (the store's locked path, 8 writers on one session).
 - `key-quiet`: `key` by a copy of the procedure that answers nothing (what the answer
@@ -106,6 +110,7 @@ VARIANTS = (
     "seen-noupdate",
     "seen-missupdate",
     "seen-fn",
+    "seen-state",
     "key",
     "key-quiet",
 )
@@ -172,7 +177,7 @@ _PROCEDURES = {
 }
 """Per procedure variant, what follows the head's UPDATE (see `_procedure`)."""
 _PROCEDURES["rowcountpk"] = _PROCEDURES["rowcount"]
-_QUEUED = ("seen-queue", "seen-both", "seen-noupdate", "seen-missupdate", "seen-fn")
+_QUEUED = ("seen-queue", "seen-both", "seen-noupdate", "seen-missupdate", "seen-fn", "seen-state")
 """Variants CALLing the probe's own copy of `sessionary_append_after_seen` that queues."""
 
 
@@ -199,6 +204,9 @@ def _procedure(name: str) -> str:
             )
             body = body.replace("START TRANSACTION;\n", "").replace("COMMIT;\n", "")
             return body.replace("END IF;", "RETURN 1;\nEND IF;\nRETURN 0;", 1)
+        if name == "seen-state":
+            body = body.replace("data, text)", "data, text, search_state)", 1)
+            return body.replace("p_data, p_text)", "p_data, p_text, 0)", 1)
         if name == "seen-missupdate":
             body = body.replace("WHERE pk = p_pk", "WHERE pk = -p_pk")
             return body.replace("IF ROW_COUNT() > 0 THEN", "IF TRUE THEN")
@@ -283,6 +291,17 @@ class Variant:
                 )
             if name in ("notrigger", "bare", "seen-notrigger", "seen-lean", *_QUEUED[:2]):
                 cur.execute("DROP TRIGGER messages_search_insert")
+            if name == "seen-state":
+                cur.execute(
+                    "ALTER TABLE messages ADD COLUMN search_state TINYINT NULL,"
+                    " ADD INDEX messages_unindexed (search_state, seq)"
+                )
+                cur.execute("DROP TRIGGER messages_search_insert")
+                cur.execute(
+                    "CREATE TRIGGER messages_search_insert AFTER INSERT ON messages FOR EACH ROW"
+                    " BEGIN IF NEW.search_state IS NULL THEN INSERT INTO search_pending (seq, n)"
+                    " VALUES (NEW.seq, 1); END IF; END"
+                )
             if name in ("noactivity", "bare", "seen-noactivity"):
                 cur.execute("ALTER TABLE sessions DROP INDEX sessions_activity")
             if name in ("seen-noparent", "seen-both", "seen-lean"):

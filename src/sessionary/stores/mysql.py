@@ -171,10 +171,8 @@ def session_setup(version: str, timeout: float = REQUEST_TIMEOUT) -> str:
     )
 
 
-def _fitting(
-    cursor: Any, sql: str, params: Sequence[Any], packet: int
-) -> tuple[str, tuple[Any, ...] | None]:
-    """A statement and its arguments for `cursor.execute`, known to fit in a packet.
+def _fitting(cursor: Any, sql: str, params: Sequence[Any], packet: int) -> str:
+    """A statement, its values written in, known to fit in a packet (for `cursor.execute`).
 
     The server refuses a statement of `packet` bytes or more (`max_allowed_packet`, the
     command byte included), and may drop the connection. The values are written in
@@ -187,16 +185,23 @@ def _fitting(
         PayloadTooLarge: If the statement does not fit; nothing was sent.
     """
     if not params:
-        return sql, None  # the driver leaves such a statement as it is, `%%` included
+        return sql  # the driver leaves such a statement as it is, `%%` included
     conn = cursor.connection
     query: str = sql % tuple([_literal(conn, v) for v in params])
-    if not packet or 1 + 4 * len(query) < packet:
-        return query, None
-    size = 1 + len(query.encode())
-    if size >= packet:
+    if packet and 1 + 4 * len(query) >= packet:
+        _check_fits(len(query.encode()), packet)
+    return query
+
+
+def _check_fits(size: int, packet: int) -> None:
+    """Refuse a statement of `size` bytes that, with its command byte, is over `packet`.
+
+    Raises:
+        PayloadTooLarge: If it is.
+    """
+    if packet and size + 1 >= packet:
         limit = f"the server's max_allowed_packet ({packet} bytes)"
-        raise PayloadTooLarge(f"a statement of {size} bytes is over {limit}")
-    return query, None
+        raise PayloadTooLarge(f"a statement of {size + 1} bytes is over {limit}")
 
 
 def _one_statement(sql: str, version: str) -> str:
@@ -276,9 +281,7 @@ def _call_query(conn: Any, name: str, values: Sequence[Any], packet: int) -> byt
         PayloadTooLarge: If it does not fit in the server's packet; nothing was sent.
     """
     query = f"CALL {name}({', '.join([_literal(conn, v) for v in values])})".encode()
-    if packet and len(query) + 1 >= packet:  # the command byte, as in `_fitting`
-        limit = f"the server's max_allowed_packet ({packet} bytes)"
-        raise PayloadTooLarge(f"a statement of {len(query) + 1} bytes is over {limit}")
+    _check_fits(len(query), packet)
     return query
 
 
@@ -635,25 +638,25 @@ class _AsyncTransaction:
         self._renew = renew
         self._packet = packet
 
-    def _args(self, sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...] | None]:
+    def _args(self, sql: str, params: Sequence[Any]) -> str:
         self._renew()
         return _fitting(self._cursor, sql, params, self._packet)
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(await self._cursor.execute(*self._args(sql, params)))
+        return int(await self._cursor.execute(self._args(sql, params)))
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        await self._cursor.execute(*self._args(sql, params))
+        await self._cursor.execute(self._args(sql, params))
         row: Row | None = await self._cursor.fetchone()
         return row
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        await self._cursor.execute(*self._args(sql, params))
+        await self._cursor.execute(self._args(sql, params))
         return list(await self._cursor.fetchall())
 
     async def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
         del key  # the AUTO_INCREMENT column
-        await self._cursor.execute(*self._args(sql, params))
+        await self._cursor.execute(self._args(sql, params))
         return int(self._cursor.lastrowid)
 
     async def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
@@ -776,7 +779,7 @@ class AsyncMySQLDriver:
                                 prepared = _not_prepared(conn, sql, exc)
                         if prepared is None:
                             script = _one_statement(sql, self._version)
-                            await cursor.execute(*_fitting(cursor, script, params, self._packet))
+                            await cursor.execute(_fitting(cursor, script, params, self._packet))
                         else:
                             await cursor.execute(_execute_sql(conn, prepared[0], params))
                         return await _async_results(cursor)
@@ -853,24 +856,24 @@ class _Transaction:
         self._cursor = cursor
         self._packet = packet
 
-    def _args(self, sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...] | None]:
+    def _args(self, sql: str, params: Sequence[Any]) -> str:
         return _fitting(self._cursor, sql, params, self._packet)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self._cursor.execute(*self._args(sql, params)))
+        return int(self._cursor.execute(self._args(sql, params)))
 
     def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        self._cursor.execute(*self._args(sql, params))
+        self._cursor.execute(self._args(sql, params))
         row: Row | None = self._cursor.fetchone()
         return row
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        self._cursor.execute(*self._args(sql, params))
+        self._cursor.execute(self._args(sql, params))
         return list(self._cursor.fetchall())
 
     def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
         del key  # the AUTO_INCREMENT column
-        self._cursor.execute(*self._args(sql, params))
+        self._cursor.execute(self._args(sql, params))
         return int(self._cursor.lastrowid)
 
     def fetch_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
@@ -1099,7 +1102,7 @@ class MySQLDriver:
                                 prepared = _not_prepared(conn, sql, exc)
                         if prepared is None:
                             script = _one_statement(sql, self._version)
-                            cursor.execute(*_fitting(cursor, script, params, self._packet))
+                            cursor.execute(_fitting(cursor, script, params, self._packet))
                         else:
                             cursor.execute(_execute_sql(conn, prepared[0], params))
                         return _results(cursor)

@@ -1,7 +1,7 @@
 """The MySQL / MariaDB drivers: `mysql://` (or `mariadb://`) through aiomysql and PyMySQL.
 
-`AsyncMySQLDriver` (an aiomysql pool) and `MySQLDriver` (PyMySQL behind a small
-thread-safe pool written here) are a hand-written pair with identical method names;
+`AsyncMySQLDriver` (aiomysql) and `MySQLDriver` (PyMySQL), each behind a small pool
+written here (`_AsyncPool`, `_Pool`), are a hand-written pair with identical method names;
 `AsyncSQLStore` / `SQLStore` do the rest. Connections use `utf8mb4`, autocommit, and
 READ COMMITTED (so a locking read never takes gap locks, and each statement sees the
 latest commits, as on PostgreSQL; see `session_setup`); every unit of work is an
@@ -39,12 +39,14 @@ Waits are bounded (see `_waits`): connecting, the server's greeting and login in
 takes at most `connect_timeout` seconds; a lock wait at most `timeout`
 (`innodb_lock_wait_timeout`, so the server says so itself); and any one answer at most
 `timeout` plus `GRACE` (PyMySQL's socket read and write timeouts; a deadline on the async
-driver's loop). Taking a connection from a full pool waits at most `POOL_WAIT` seconds.
+driver's loop). Taking a connection from a full pool waits at most `POOL_WAIT` seconds;
+a pool that must make one makes it then, within `connect_timeout`, and fails as it does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import math
 import threading
@@ -90,7 +92,14 @@ _IDLE_CHECK = 30.0
 """Seconds a pooled connection may sit idle before it is pinged (and reconnected)."""
 POOL_WAIT = 30.0
 """Seconds a transaction waits for a pooled connection when every one is busy."""
+_QUIT_WAIT = 1.0
+"""Seconds closing the async pool gives each idle connection to say goodbye."""
 _ERRORS = (pymysql.err.Error, OSError, asyncio.TimeoutError)
+
+
+def _busy() -> StoreError:
+    """The error of a caller that waited `POOL_WAIT` seconds for a pooled connection."""
+    return StoreError(f"mysql: every pooled connection stayed busy for {POOL_WAIT:g} s")
 
 
 def store_error(where: str, exc: BaseException) -> SessionaryError:
@@ -667,8 +676,143 @@ def _unbounded() -> None:
     """Migrations run without the request bound (see `_waits`)."""
 
 
+async def _aconnect(options: dict[str, Any], where: str) -> Any:
+    """An aiomysql connection, its greeting and login included, within `connect_timeout`.
+
+    aiomysql bounds only the TCP connect: a peer that accepts and then says nothing
+    would hold the handshake forever. A connection given up half made is closed (aiomysql
+    closes one cancelled while it reads; this covers the other waits too).
+
+    Raises:
+        StoreUnavailable: If no connection could be made (see `connect_error`).
+    """
+    conn = aiomysql.Connection(**options)
+    try:
+        async with asyncio.timeout(options["connect_timeout"]):
+            await conn._connect()
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, Exception):
+            raise connect_error(where, exc) from exc
+        raise
+    return conn
+
+
+async def _undo(conn: Any, exc: BaseException) -> None:
+    """After a unit of work failed with `exc`: roll it back, on a connection still in step.
+
+    A wait cut short (the deadline passed, the call was cancelled) leaves the
+    connection in the middle of an answer, which nothing may read on, nor send a
+    ROLLBACK: it is closed instead (the server rolls back what it had begun).
+    """
+    if isinstance(exc, asyncio.CancelledError | TimeoutError):
+        conn.close()
+        return
+    with contextlib.suppress(*_ERRORS):
+        await conn.rollback()
+
+
+class _AsyncPool:
+    """At most `size` aiomysql connections, on the driver's loop; the twin of `_Pool`.
+
+    Written here rather than aiomysql's pool, which made each new connection while it
+    held the lock every caller takes, with its handshake unbounded: after a server went
+    silent, every later call waited `POOL_WAIT` for a connection instead of failing
+    within `connect_timeout`. Here a new connection is made by the caller that needs
+    it, within `connect_timeout` (`_aconnect`); a caller finds the pool full only when
+    `size` connections are out, and then waits, in turn, at most `POOL_WAIT` for one to
+    be given back (the slot passes straight to it). Only the driver's loop touches it.
+    """
+
+    def __init__(self, options: dict[str, Any], size: int, where: str) -> None:
+        self._options = options
+        self._where = where
+        self._size = size
+        self._out = 0
+        """Connections taken and not given back (or slots taken to make one)."""
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._idle: list[tuple[float, Any]] = []
+        self.closed = False
+
+    async def take(self) -> Any:
+        """A connection for one caller alone, until it `give`s it back."""
+        if self.closed:
+            raise Closed(f"{self._where}: the store is closed")
+        if self._out < self._size:
+            self._out += 1
+        else:
+            await self._wait()
+        found = self._idle.pop() if self._idle else None
+        if found is not None and time.monotonic() - found[0] <= _IDLE_CHECK:
+            if not found[1]._reader.at_eof():
+                return found[1]
+            found[1].close()  # the server hung up while it was idle
+            found = None
+        try:
+            if self.closed:
+                raise Closed(f"{self._where}: the store is closed")
+            return await self._checked(found)
+        except BaseException:
+            self._release()
+            raise
+
+    async def _wait(self) -> None:
+        """Wait, in turn, for a slot `give` hands over; or fail after `POOL_WAIT` s."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(max(POOL_WAIT, self._options["connect_timeout"])):
+                await waiter
+        except TimeoutError:
+            raise _busy() from None
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():  # handed a slot as it gave up
+                self._release()
+            raise
+
+    async def _checked(self, found: tuple[float, Any] | None) -> Any:
+        """An idle connection, pinged (it was idle long), or else a new one."""
+        if found is not None:
+            conn = found[1]
+            try:
+                async with asyncio.timeout(self._options["connect_timeout"]):
+                    await conn.ping(reconnect=False)
+                return conn
+            except _ERRORS:  # gone while idle: a new one, connected within connect_timeout
+                conn.close()
+        return await _aconnect(self._options, self._where)
+
+    def give(self, conn: Any) -> None:
+        """Take back a connection from `take`: kept if still open, for the next caller."""
+        # A failed unit of work was rolled back; a connection left mid-answer is closed.
+        if self.closed:
+            conn.close()
+        elif not conn.closed:
+            self._idle.append((time.monotonic(), conn))
+        self._release()
+
+    def _release(self) -> None:
+        """Give back a slot: to the first caller still waiting, else to the pool."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._out -= 1
+
+    async def close(self) -> None:
+        """Close the idle connections (each says goodbye, briefly); later `take`s fail."""
+        self.closed = True
+        idle, self._idle = self._idle, []
+        for _, conn in idle:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(_QUIT_WAIT):
+                    await conn.ensure_closed()
+            conn.close()
+
+
 class AsyncMySQLDriver:
-    """An aiomysql pool on one database.
+    """aiomysql connections on one database, in a pool (`_AsyncPool`).
 
     Args:
         url: `mysql://user:password@host:port/database`.
@@ -690,11 +834,10 @@ class AsyncMySQLDriver:
         self._where = redact(url)
         self._options = connect_options(url, connect_timeout)
         self._size = max(1, pool_size)
-        self._connect_timeout = connect_timeout
         self._timeout = timeout
-        self._pool: aiomysql.Pool | None = None
+        self._pool = _AsyncPool(self._options, self._size, self._where)
         self._lock = asyncio.Lock()
-        self._closed = False
+        self._started = False
         self._packet = 0
         """The server's `max_allowed_packet`, read at `start`."""
         self._version = ""
@@ -705,11 +848,11 @@ class AsyncMySQLDriver:
     async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
         async with self._lock:
-            if self._closed:
+            if self._pool.closed:
                 raise Closed(f"{self._where}: the store is closed")
-            if self._pool is not None:
+            if self._started:
                 return
-            conn = await self._connect(aiomysql.connect(**self._options))
+            conn = await _aconnect(self._options, self._where)
             try:
                 async with conn.cursor(_Cursor) as cursor:
                     await cursor.execute("SELECT VERSION(), @@max_allowed_packet")
@@ -724,34 +867,18 @@ class AsyncMySQLDriver:
                 raise store_error(self._where, exc) from exc
             finally:
                 conn.close()
-            self._pool = await self._connect(
-                aiomysql.create_pool(
-                    minsize=1, maxsize=self._size, pool_recycle=3600, **self._options
-                )
-            )
-
-    async def _connect(self, connecting: Awaitable[Any]) -> Any:
-        """Await a connection (or a pool's first one) within `connect_timeout` seconds."""
-        try:
-            async with asyncio.timeout(self._connect_timeout):
-                return await connecting
-        except Exception as exc:  # see `connect_error`
-            raise connect_error(self._where, exc) from exc
+            self._started = True
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
-        """A pooled connection, waited for (or made) within `POOL_WAIT` seconds."""
-        if self._pool is None:
+        """A pooled connection, taken (or made) as `_AsyncPool.take` says."""
+        if not self._started:
             raise Closed(f"{self._where}: the store is closed")
-        try:
-            async with asyncio.timeout(max(POOL_WAIT, self._connect_timeout)):
-                conn = await self._pool.acquire()
-        except Exception as exc:  # no free connection in time, or a new one failed
-            raise connect_error(self._where, exc) from exc
+        conn = await self._pool.take()
         try:
             yield conn
         finally:
-            await self._pool.release(conn)
+            self._pool.give(conn)
 
     async def run_alone(
         self, sql: str, params: Sequence[Any], unlock_early: bool = False
@@ -783,9 +910,8 @@ class AsyncMySQLDriver:
                         else:
                             await cursor.execute(_execute_sql(conn, prepared[0], params))
                         return await _async_results(cursor)
-                except BaseException:
-                    with contextlib.suppress(*_ERRORS):
-                        await conn.rollback()
+                except BaseException as exc:
+                    await _undo(conn, exc)
                     raise
         except _ERRORS as exc:
             raise store_error(self._where, exc) from exc
@@ -833,20 +959,15 @@ class AsyncMySQLDriver:
                         yield _AsyncTransaction(cursor, renew, self._packet)
                     renew()
                     await conn.commit()
-                except BaseException:
-                    with contextlib.suppress(*_ERRORS):
-                        await conn.rollback()
+                except BaseException as exc:
+                    await _undo(conn, exc)
                     raise
         except _ERRORS as exc:
             raise store_error(self._where, exc) from exc
 
     async def close(self) -> None:
-        """Close the pool and its connections."""
-        self._closed = True
-        if self._pool is not None:
-            self._pool.close()
-            await self._pool.wait_closed()
-            self._pool = None
+        """Close the pool and its idle connections (one in use is closed when given back)."""
+        await self._pool.close()
 
 
 class _Transaction:
@@ -986,7 +1107,7 @@ class _Pool:
         self._waiting += 1
         try:
             if not self._freed.wait_for(lambda: self._out < self._size, wait):
-                raise StoreError(f"mysql: every pooled connection stayed busy for {POOL_WAIT:g} s")
+                raise _busy()
         finally:
             self._waiting -= 1
 

@@ -15,7 +15,9 @@ writer never queues longer on a session's row, nor holds it while it stalls; TCP
 keepalives and `tcp_user_timeout` notice a server or network that went away; and since
 psycopg has no read timeout, a watch (`_waits.Watch`) hangs up a connection whose
 answer is `GRACE` seconds past `timeout` (a server or proxy that stopped answering),
-which then raises `StoreUnavailable` and is never reused.
+which then raises `StoreUnavailable` and is never reused. A caller waits for a busy
+pool at most `POOL_WAIT` seconds; once the pool's attempt to make a connection has
+failed, it fails at once with that attempt's error (`_Attempts`).
 
 Unlocking early (`run_alone(..., unlock_early=True)`, the store's appends to a session
 that other writers append to as well): a transaction that commits with
@@ -47,9 +49,10 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
-from typing import Any
+from typing import Any, ClassVar, Self, TypeVar, cast
 
 import psycopg
 import psycopg_pool
@@ -76,6 +79,12 @@ __all__ = [
 ]
 
 Row = tuple[Any, ...]
+
+POOL_WAIT = 30.0
+"""Seconds a caller waits for a pooled connection when every one is busy."""
+_LOOK = 1.0
+"""Seconds between looks, while a caller waits for a pooled connection, at whether the
+pool could connect (see `_Attempts`)."""
 
 _BUSY = (
     pg_errors.LockNotAvailable,
@@ -216,10 +225,60 @@ def _rows(cursor: psycopg.Cursor[Row] | psycopg.AsyncCursor[Row]) -> bool:
     return result is not None and result.status == _TUPLES_OK
 
 
+class _Attempts:
+    """How the pool's latest attempt to connect ended: None if it connected, else its error.
+
+    Each driver's pool makes its connections through a class of its own (`_own`),
+    which records here; a caller that has waited `_LOOK` seconds for a connection
+    fails at once with the recorded error (`_waited`), since the pool has not been
+    able to make one. psycopg's pool retries in the background, and would otherwise
+    keep every caller waiting `POOL_WAIT` for a server that does not answer.
+    """
+
+    __slots__ = ("failed",)
+
+    def __init__(self) -> None:
+        self.failed: psycopg.Error | None = None
+
+
+C = TypeVar("C")
+
+
+def _own(base: type[C], attempts: _Attempts) -> type[C]:
+    """A subclass of `base` for one driver's pool: its connection attempts go to `attempts`."""
+    return cast("type[C]", type(base.__name__, (base,), {"attempts": attempts}))
+
+
+def _waited(where: str, attempts: _Attempts, since: float) -> SessionaryError | None:
+    """After a wait of `_LOOK` for a pooled connection: the error to raise, or None to wait on.
+
+    Raises the error of the pool's latest attempt to connect, if that failed; a
+    `StoreError` once every connection has stayed busy for `POOL_WAIT` seconds.
+    """
+    if attempts.failed is not None:
+        text = " ".join(str(attempts.failed).split()) or type(attempts.failed).__name__
+        return StoreUnavailable(f"{where}: cannot connect: {text}")
+    if time.monotonic() - since >= POOL_WAIT:
+        return StoreError(f"{where}: every pooled connection stayed busy for {POOL_WAIT:g} s")
+    return None
+
+
 class _AsyncConnection(psycopg.AsyncConnection[Row]):
     """A pooled connection, with the watch on its answers for its life."""
 
     watch: AsyncWatch
+    attempts: ClassVar[_Attempts] = _Attempts()
+    """Where its driver's pool records its attempts to connect (see `_own`)."""
+
+    @classmethod
+    async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+        try:
+            conn = await super().connect(conninfo, **kwargs)
+        except psycopg.Error as exc:
+            cls.attempts.failed = exc
+            raise
+        cls.attempts.failed = None
+        return conn
 
 
 class AsyncPostgresDriver:
@@ -247,15 +306,15 @@ class AsyncPostgresDriver:
         self._options = connection_options(schema, connect_timeout)
         self._timeout = connect_timeout
         self._wait = timeout + GRACE
+        self._attempts = _Attempts()
         self._pool = psycopg_pool.AsyncConnectionPool[_AsyncConnection](
             conninfo,
-            connection_class=_AsyncConnection,
+            connection_class=_own(_AsyncConnection, self._attempts),
             configure=self._configure,
             min_size=1,
             max_size=max(1, pool_size),
             kwargs=pool_options(schema, connect_timeout, timeout),
             open=False,
-            timeout=max(30.0, connect_timeout),
             name="sessionary",
         )
         self._lock = asyncio.Lock()
@@ -291,10 +350,16 @@ class AsyncPostgresDriver:
         `putconn` rolls back, or closes, what it is given back in a transaction or in
         the middle of a statement, as that context manager's exit would.
         """
-        try:
-            conn = await self._pool.getconn()
-        except psycopg.Error as exc:
-            raise store_error(self._where, exc) from exc
+        since = time.monotonic()
+        while True:
+            try:
+                conn = await self._pool.getconn(_LOOK)
+                break
+            except psycopg_pool.PoolTimeout as exc:
+                if (error := _waited(self._where, self._attempts, since)) is not None:
+                    raise error from exc
+            except psycopg.Error as exc:
+                raise store_error(self._where, exc) from exc
         conn.watch.renew()
         return conn
 
@@ -420,6 +485,18 @@ class _Connection(psycopg.Connection[Row]):
     """A pooled connection, with the watch on its answers for its life."""
 
     watch: Watch
+    attempts: ClassVar[_Attempts] = _Attempts()
+    """Where its driver's pool records its attempts to connect (see `_own`)."""
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+        try:
+            conn = super().connect(conninfo, **kwargs)
+        except psycopg.Error as exc:
+            cls.attempts.failed = exc
+            raise
+        cls.attempts.failed = None
+        return conn
 
 
 class PostgresDriver:
@@ -439,15 +516,15 @@ class PostgresDriver:
         self._options = connection_options(schema, connect_timeout)
         self._timeout = connect_timeout
         self._wait = timeout + GRACE
+        self._attempts = _Attempts()
         self._pool = psycopg_pool.ConnectionPool[_Connection](
             conninfo,
-            connection_class=_Connection,
+            connection_class=_own(_Connection, self._attempts),
             configure=self._configure,
             min_size=1,
             max_size=max(1, pool_size),
             kwargs=pool_options(schema, connect_timeout, timeout),
             open=False,
-            timeout=max(30.0, connect_timeout),
             name="sessionary",
         )
         self._lock = threading.Lock()
@@ -479,10 +556,16 @@ class PostgresDriver:
         `putconn` rolls back, or closes, what it is given back in a transaction or in
         the middle of a statement, as that context manager's exit would.
         """
-        try:
-            conn = self._pool.getconn()
-        except psycopg.Error as exc:
-            raise store_error(self._where, exc) from exc
+        since = time.monotonic()
+        while True:
+            try:
+                conn = self._pool.getconn(_LOOK)
+                break
+            except psycopg_pool.PoolTimeout as exc:
+                if (error := _waited(self._where, self._attempts, since)) is not None:
+                    raise error from exc
+            except psycopg.Error as exc:
+                raise store_error(self._where, exc) from exc
         conn.watch.renew()
         return conn
 

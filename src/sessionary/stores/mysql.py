@@ -763,11 +763,11 @@ class _AsyncPool:
         try:
             async with asyncio.timeout(max(POOL_WAIT, self._options["connect_timeout"])):
                 await waiter
-        except TimeoutError:
-            raise _busy() from None
-        except BaseException:
+        except BaseException as exc:
             if waiter.done() and not waiter.cancelled():  # handed a slot as it gave up
                 self._release()
+            if isinstance(exc, TimeoutError):
+                raise _busy() from None
             raise
 
     async def _checked(self, found: tuple[float, Any] | None) -> Any:

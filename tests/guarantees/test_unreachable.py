@@ -343,7 +343,7 @@ def test_a_server_that_stops_answering_mid_session(
     asyncio.run(bmanager.close())
 
 
-@pytest.mark.parametrize("scheme", ["mysql", pytest.param("postgres", id="postgres")])
+@pytest.mark.parametrize("scheme", STOPPING)
 def test_every_later_call_to_a_silent_server_fails_fast(
     frozen_later: Callable[[str], tuple[str, Proxy]], scheme: str
 ) -> None:

@@ -10,6 +10,10 @@ the client gives up `GRACE` seconds later, for a server that stops answering at 
 `Watch` that hangs up an overdue connection for psycopg, which has neither).
 Migrations run without the request bound: a schema change on a large table may take
 longer than any one request should.
+
+A pooled connection that has sat idle for `IDLE_LOOK` seconds is looked at before it is
+handed out (`said_goodbye`): a server that restarted, failed over, or reaped idle
+connections has closed it, and a call that started after that should not fail for it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import asyncio
 import contextlib
 import math
 import os
+import select
 import socket
 import threading
 import time
@@ -25,10 +30,25 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-__all__ = ["GRACE", "AsyncWatch", "Watch", "deadline", "hang_up"]
+__all__ = ["GRACE", "IDLE_LOOK", "AsyncWatch", "Watch", "deadline", "hang_up", "said_goodbye"]
 
 GRACE = 1.0
 """Seconds the client waits past `timeout`, so that the server's own error comes first."""
+IDLE_LOOK = 1.0
+"""Seconds a pooled connection may sit idle before its socket is looked at (`said_goodbye`)
+as it is handed out; one in steady use costs no system call."""
+
+
+def said_goodbye(fd: int) -> bool:
+    """Whether an idle connection's socket has anything to read, or has closed.
+
+    A server sends nothing unasked to an idle connection but its goodbye: the close
+    itself, often after an error (PostgreSQL's "terminating connection", MySQL 8's
+    timeout): so such a connection is finished. One system call, no round trip.
+    """
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(0))
 
 
 @asynccontextmanager

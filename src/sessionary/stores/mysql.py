@@ -69,7 +69,7 @@ from sessionary.errors import (
 )
 from sessionary.stores._mysql_sql import ROUTINE_NAMES, routine_call, routine_rows
 from sessionary.stores._sql_common import redact
-from sessionary.stores._waits import GRACE, deadline
+from sessionary.stores._waits import GRACE, IDLE_LOOK, deadline, said_goodbye
 from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
 
 __all__ = [
@@ -744,9 +744,12 @@ class _AsyncPool:
             await self._wait()
         found = self._idle.pop() if self._idle else None
         if found is not None and time.monotonic() - found[0] <= _IDLE_CHECK:
-            if not found[1]._reader.at_eof():
+            reader = found[1]._reader
+            # The server's goodbye, read by the loop: its close (MySQL 8 first sends an
+            # error, which `at_eof` does not see past; aiomysql's reader notes the EOF).
+            if not (reader.at_eof() or getattr(reader, "eof_received", False)):
                 return found[1]
-            found[1].close()  # the server hung up while it was idle
+            found[1].close()
             found = None
         try:
             if self.closed:
@@ -1052,6 +1055,18 @@ def _abandon(conn: pymysql.connections.Connection) -> None:
         conn._force_close()
 
 
+def _fresh(idle_since: float, conn: pymysql.connections.Connection) -> bool:
+    """Whether an idle connection may be handed out as it is, with no ping.
+
+    One idle for `IDLE_LOOK` is looked at (`said_goodbye`: the server closed it, when it
+    restarted or reaped idle connections), and one idle for `_IDLE_CHECK` is pinged.
+    """
+    idle = time.monotonic() - idle_since
+    if idle <= IDLE_LOOK:
+        return True
+    return idle <= _IDLE_CHECK and not said_goodbye(conn._sock.fileno())
+
+
 class _Pool:
     """At most `size` PyMySQL connections, shared by threads; idle ones are reused.
 
@@ -1093,7 +1108,7 @@ class _Pool:
                 self._wait()
             self._out += 1
             found = self._idle.pop() if self._idle else None
-        if found is not None and time.monotonic() - found[0] <= _IDLE_CHECK:
+        if found is not None and _fresh(*found):
             return found[1]
         try:
             return self._checked(found)
@@ -1132,7 +1147,7 @@ class _Pool:
     def _checked(
         self, found: tuple[float, pymysql.connections.Connection] | None
     ) -> pymysql.connections.Connection:
-        """An idle connection, pinged (it was idle long), or else a new one."""
+        """An idle connection, pinged (idle long, or written to by the server); or a new one."""
         if found is not None:
             conn = found[1]
             try:

@@ -67,7 +67,7 @@ from sessionary.errors import (
 )
 from sessionary.stores._postgres_sql import FLUSH_MESSAGE
 from sessionary.stores._sql_common import redact
-from sessionary.stores._waits import GRACE, AsyncWatch, Watch
+from sessionary.stores._waits import GRACE, IDLE_LOOK, AsyncWatch, Watch, said_goodbye
 from sessionary.stores.urls import CONNECT_TIMEOUT, REQUEST_TIMEOUT
 
 __all__ = [
@@ -263,10 +263,17 @@ def _waited(where: str, attempts: _Attempts, since: float) -> SessionaryError | 
     return None
 
 
+def _gone(conn: _Connection | _AsyncConnection) -> bool:
+    """Whether the server closed a pooled connection while it sat idle (see `_waits`)."""
+    return time.monotonic() - conn.idle_since > IDLE_LOOK and said_goodbye(conn.fileno())
+
+
 class _AsyncConnection(psycopg.AsyncConnection[Row]):
     """A pooled connection, with the watch on its answers for its life."""
 
     watch: AsyncWatch
+    idle_since: float
+    """When it was last given back to the pool (or made)."""
     attempts: ClassVar[_Attempts] = _Attempts()
     """Where its driver's pool records its attempts to connect (see `_own`)."""
 
@@ -323,6 +330,7 @@ class AsyncPostgresDriver:
 
     async def _configure(self, conn: _AsyncConnection) -> None:
         conn.watch = AsyncWatch(conn.fileno(), self._wait)
+        conn.idle_since = time.monotonic()
 
     async def start(self, setup: Callable[[_AsyncTransaction], Awaitable[None]]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -348,18 +356,23 @@ class AsyncPostgresDriver:
 
         The pool's `getconn` and `putconn` (`_give`) rather than its `connection()`:
         `putconn` rolls back, or closes, what it is given back in a transaction or in
-        the middle of a statement, as that context manager's exit would.
+        the middle of a statement, as that context manager's exit would. One the server
+        closed while it sat idle is closed here and another taken (`_gone`).
         """
         since = time.monotonic()
         while True:
             try:
                 conn = await self._pool.getconn(_LOOK)
-                break
             except psycopg_pool.PoolTimeout as exc:
                 if (error := _waited(self._where, self._attempts, since)) is not None:
                     raise error from exc
+                continue
             except psycopg.Error as exc:
                 raise store_error(self._where, exc) from exc
+            if not _gone(conn):
+                break
+            await conn.close()  # the pool makes another in its place
+            await self._pool.putconn(conn)
         conn.watch.renew()
         return conn
 
@@ -368,6 +381,7 @@ class AsyncPostgresDriver:
         overdue = conn.watch.stop()
         if overdue:
             await conn.close()  # hung up: the pool must not hand it out again
+        conn.idle_since = time.monotonic()
         await self._pool.putconn(conn)
         return overdue
 
@@ -485,6 +499,8 @@ class _Connection(psycopg.Connection[Row]):
     """A pooled connection, with the watch on its answers for its life."""
 
     watch: Watch
+    idle_since: float
+    """When it was last given back to the pool (or made)."""
     attempts: ClassVar[_Attempts] = _Attempts()
     """Where its driver's pool records its attempts to connect (see `_own`)."""
 
@@ -533,6 +549,7 @@ class PostgresDriver:
 
     def _configure(self, conn: _Connection) -> None:
         conn.watch = Watch(conn.fileno(), self._wait)
+        conn.idle_since = time.monotonic()
 
     def start(self, setup: Callable[[_Transaction], None]) -> None:
         """Run `setup` (the migrations) on a first connection, then open the pool."""
@@ -554,18 +571,23 @@ class PostgresDriver:
 
         The pool's `getconn` and `putconn` (`_give`) rather than its `connection()`:
         `putconn` rolls back, or closes, what it is given back in a transaction or in
-        the middle of a statement, as that context manager's exit would.
+        the middle of a statement, as that context manager's exit would. One the server
+        closed while it sat idle is closed here and another taken (`_gone`).
         """
         since = time.monotonic()
         while True:
             try:
                 conn = self._pool.getconn(_LOOK)
-                break
             except psycopg_pool.PoolTimeout as exc:
                 if (error := _waited(self._where, self._attempts, since)) is not None:
                     raise error from exc
+                continue
             except psycopg.Error as exc:
                 raise store_error(self._where, exc) from exc
+            if not _gone(conn):
+                break
+            conn.close()  # the pool makes another in its place
+            self._pool.putconn(conn)
         conn.watch.renew()
         return conn
 
@@ -574,6 +596,7 @@ class PostgresDriver:
         overdue = conn.watch.stop()
         if overdue:
             conn.close()  # hung up: the pool must not hand it out again
+        conn.idle_since = time.monotonic()
         self._pool.putconn(conn)
         return overdue
 

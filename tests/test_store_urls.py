@@ -44,6 +44,7 @@ CASES: dict[str, tuple[dict[str, object], list[str]]] = {
         {"false": False, "true": True, "0": False, "1": True, "Off": False},
         ["", "maybe", "2", "f"],
     ),
+    "pgbouncer": ({"true": True, "false": False, "yes": True}, ["", "transaction", "2"]),
 }
 
 OPTIONS = [(scheme, name) for scheme, options in urls._OPTIONS.items() for name in options]

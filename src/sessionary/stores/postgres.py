@@ -15,9 +15,16 @@ writer never queues longer on a session's row, nor holds it while it stalls; TCP
 keepalives and `tcp_user_timeout` notice a server or network that went away; and since
 psycopg has no read timeout, a watch (`_waits.Watch`) hangs up a connection whose
 answer is `GRACE` seconds past `timeout` (a server or proxy that stopped answering),
-which then raises `StoreUnavailable` and is never reused. A caller waits for a busy
-pool at most `POOL_WAIT` seconds; once the pool's attempt to make a connection has
-failed, it fails at once with that attempt's error (`_Attempts`).
+which then raises `StoreUnavailable` and is never reused. Those settings (and the
+schema's search path) are set by a statement on each new connection, not in its startup
+packet, which a connection pooler such as PgBouncer refuses. Behind a pooler in
+transaction mode (`pgbouncer=true`), which runs each transaction on any of its server
+connections, nothing is kept on a connection: psycopg prepares no statement and the
+settings are not made, so the role's own search path and `statement_timeout` apply (the
+URL's `schema=` is refused there); the watch still bounds the client's wait.
+
+A caller waits for a busy pool at most `POOL_WAIT` seconds; once the pool's attempt to
+make a connection has failed, it fails at once with that attempt's error (`_Attempts`).
 
 Unlocking early (`run_alone(..., unlock_early=True)`, the store's appends to a session
 that other writers append to as well): a transaction that commits with
@@ -75,6 +82,7 @@ __all__ = [
     "PostgresDriver",
     "connection_options",
     "pool_options",
+    "session_settings",
     "store_error",
 ]
 
@@ -116,26 +124,29 @@ def store_error(where: str, exc: psycopg.Error, overdue: bool = False) -> Sessio
     return StoreError(f"{where}: {text}")
 
 
-def connection_options(schema: str | None, connect_timeout: float) -> dict[str, Any]:
-    """Keyword arguments for every connection: autocommit, timeout, search path.
+def connection_options(connect_timeout: float, pgbouncer: bool = False) -> dict[str, Any]:
+    """Keyword arguments for every connection: autocommit, and libpq's connect timeout.
 
-    libpq counts `connect_timeout` in whole seconds, at least 2.
+    libpq counts `connect_timeout` in whole seconds, at least 2. Nothing goes in the
+    startup packet's `options`: a connection pooler (PgBouncer) refuses a connection
+    that carries any; the session's settings are a statement of their own
+    (`session_settings`). With `pgbouncer` (a pooler in transaction mode, which runs
+    each transaction on any server connection), psycopg prepares no statement: a
+    prepared statement lives on one server connection.
     """
     options: dict[str, Any] = {
         "autocommit": True,
         "connect_timeout": max(2, math.ceil(connect_timeout)),
     }
-    if schema is not None:
-        options["options"] = f"-c search_path={schema}"
+    if pgbouncer:
+        options["prepare_threshold"] = None
     return options
 
 
-def pool_options(schema: str | None, connect_timeout: float, timeout: float) -> dict[str, Any]:
-    """`connection_options`, with the request bounds of pooled connections (see the module)."""
-    options = connection_options(schema, connect_timeout)
+def pool_options(connect_timeout: float, timeout: float, pgbouncer: bool = False) -> dict[str, Any]:
+    """`connection_options`, with the TCP bounds of pooled connections (see the module)."""
+    options = connection_options(connect_timeout, pgbouncer)
     millis = max(1, math.ceil(timeout * 1000))
-    settings = f"-c statement_timeout={millis} -c idle_in_transaction_session_timeout={millis}"
-    options["options"] = f"{options.get('options', '')} {settings}".strip()
     probe = max(1, math.ceil(timeout / 3))  # a silent peer is probed after a third ...
     options.update(
         keepalives=1,
@@ -145,6 +156,24 @@ def pool_options(schema: str | None, connect_timeout: float, timeout: float) -> 
         tcp_user_timeout=millis,  # and unacknowledged data gives up at `timeout`
     )
     return options
+
+
+def session_settings(schema: str | None, timeout: float | None) -> tuple[str, tuple[str, ...]]:
+    """The statement (and its values) that sets a new connection up, run once on it.
+
+    The search path is the schema, quoted (so a name in capitals is that name, as
+    `CREATE SCHEMA` made it); with `timeout` (pooled connections, not the migrations'),
+    `statement_timeout` and `idle_in_transaction_session_timeout` too (see the module).
+    `set_config(..., false)` lasts for the session.
+    """
+    settings: list[tuple[str, str]] = []
+    if schema is not None:
+        settings.append(("search_path", '"' + schema.replace('"', '""') + '"'))
+    if timeout is not None:
+        millis = str(max(1, math.ceil(timeout * 1000)))
+        settings += [("statement_timeout", millis), ("idle_in_transaction_session_timeout", millis)]
+    calls = ", ".join(["set_config(%s, %s, false)"] * len(settings))
+    return f"SELECT {calls}", tuple(value for pair in settings for value in pair)
 
 
 class _AsyncTransaction:
@@ -297,6 +326,8 @@ class AsyncPostgresDriver:
         pool_size: The most connections the pool opens.
         connect_timeout: Seconds to wait for a connection.
         timeout: Seconds one request may wait for its answer (see the module).
+        pgbouncer: Whether the server is behind a pooler in transaction mode (see the
+            module): no prepared statements, and no settings kept on a connection.
     """
 
     def __init__(
@@ -307,10 +338,13 @@ class AsyncPostgresDriver:
         pool_size: int = 10,
         connect_timeout: float = CONNECT_TIMEOUT,
         timeout: float = REQUEST_TIMEOUT,
+        pgbouncer: bool = False,
     ) -> None:
         self._conninfo = conninfo
         self._where = redact(conninfo)
-        self._options = connection_options(schema, connect_timeout)
+        self._options = connection_options(connect_timeout, pgbouncer)
+        self._schema = schema
+        self._settings = None if pgbouncer else session_settings(schema, timeout)
         self._timeout = connect_timeout
         self._wait = timeout + GRACE
         self._attempts = _Attempts()
@@ -320,7 +354,7 @@ class AsyncPostgresDriver:
             configure=self._configure,
             min_size=1,
             max_size=max(1, pool_size),
-            kwargs=pool_options(schema, connect_timeout, timeout),
+            kwargs=pool_options(connect_timeout, timeout, pgbouncer),
             open=False,
             name="sessionary",
         )
@@ -329,6 +363,8 @@ class AsyncPostgresDriver:
         self.unlocks_early = False
 
     async def _configure(self, conn: _AsyncConnection) -> None:
+        if self._settings is not None:
+            await conn.execute(*self._settings)
         conn.watch = AsyncWatch(conn.fileno(), self._wait)
         conn.idle_since = time.monotonic()
 
@@ -340,6 +376,8 @@ class AsyncPostgresDriver:
             try:
                 conn = await psycopg.AsyncConnection.connect(self._conninfo, **self._options)
                 try:
+                    if self._schema is not None:
+                        await conn.execute(*session_settings(self._schema, None))
                     async with conn.transaction():
                         await setup(_AsyncTransaction(conn, _unbounded))
                         cursor = await conn.execute(_CAN_FLUSH)
@@ -526,10 +564,13 @@ class PostgresDriver:
         pool_size: int = 10,
         connect_timeout: float = CONNECT_TIMEOUT,
         timeout: float = REQUEST_TIMEOUT,
+        pgbouncer: bool = False,
     ) -> None:
         self._conninfo = conninfo
         self._where = redact(conninfo)
-        self._options = connection_options(schema, connect_timeout)
+        self._options = connection_options(connect_timeout, pgbouncer)
+        self._schema = schema
+        self._settings = None if pgbouncer else session_settings(schema, timeout)
         self._timeout = connect_timeout
         self._wait = timeout + GRACE
         self._attempts = _Attempts()
@@ -539,7 +580,7 @@ class PostgresDriver:
             configure=self._configure,
             min_size=1,
             max_size=max(1, pool_size),
-            kwargs=pool_options(schema, connect_timeout, timeout),
+            kwargs=pool_options(connect_timeout, timeout, pgbouncer),
             open=False,
             name="sessionary",
         )
@@ -548,6 +589,8 @@ class PostgresDriver:
         self.unlocks_early = False
 
     def _configure(self, conn: _Connection) -> None:
+        if self._settings is not None:
+            conn.execute(*self._settings)
         conn.watch = Watch(conn.fileno(), self._wait)
         conn.idle_since = time.monotonic()
 
@@ -558,8 +601,11 @@ class PostgresDriver:
                 return
             try:
                 connection = psycopg.Connection.connect(self._conninfo, **self._options)
-                with connection as conn, conn.transaction():
-                    setup(_Transaction(conn, _unbounded))
+                with connection as conn:
+                    if self._schema is not None:
+                        conn.execute(*session_settings(self._schema, None))
+                    with conn.transaction():
+                        setup(_Transaction(conn, _unbounded))
                     self.unlocks_early = conn.execute(_CAN_FLUSH).fetchone() == (True,)
                 self._pool.open(wait=True, timeout=self._timeout)
             except psycopg.Error as exc:

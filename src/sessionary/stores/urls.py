@@ -124,7 +124,7 @@ _OPTIONS: dict[str, dict[str, _Option]] = {
         "max_message_bytes": _COUNT,
         "migrate": _FLAG,
     },
-    "postgresql": {**_SERVER, "schema": _Option(str, _identifier)},
+    "postgresql": {**_SERVER, "schema": _Option(str, _identifier), "pgbouncer": _FLAG},
     "mysql": _SERVER,
     "redis": {
         "namespace": _Option(str, _namespace),
@@ -218,7 +218,15 @@ def _server_url(url: str, scheme: str, rest: str) -> StoreURL:
         raise InvalidURL(f"{url!r}: {exc}") from None
     if scheme == "mysql" and (not parts.hostname or not parts.path.strip("/")):
         raise InvalidURL(f"{url!r}: use mysql://user:password@host:port/database")
-    return StoreURL(scheme, f"{scheme}://{location}", _options(scheme, query))
+    options = _options(scheme, query)
+    if options.get("pgbouncer") and "schema" in options:
+        raise InvalidURL(
+            "store options schema and pgbouncer=true do not go together: a pooler in "
+            "transaction mode runs each transaction on any server connection, whose "
+            "search path the store cannot set (give the role one instead: "
+            "ALTER ROLE ... SET search_path)"
+        )
+    return StoreURL(scheme, f"{scheme}://{location}", options)
 
 
 def _redis_url(url: str, scheme: str, rest: str) -> StoreURL:

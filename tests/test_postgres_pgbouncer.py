@@ -1,0 +1,219 @@
+"""PostgreSQL through PgBouncer, in session and in transaction pooling mode.
+
+A pooler refuses a connection whose startup packet carries `options`, which is where the
+store used to put its search path and request bounds; they are a statement on each new
+connection now (`stores.postgres.session_settings`). In transaction mode the pooler runs
+each transaction on any server connection: with `pgbouncer=true` the store keeps nothing
+on a connection (no prepared statement, no setting) and uses the role's search path.
+
+Each test starts its own PgBouncer (Debian's `pgbouncer`, which `scripts/test` installs
+where it can) on a free port, in front of the test server, with a schema of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+import sessionary
+from sessionary import InvalidURL, Message, SessionManager
+from sessionary.stores.urls import parse_store_url
+
+pytestmark = pytest.mark.postgres
+
+_BINARY = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _pgbouncer(server: str, mode: str, schema: str) -> Iterator[str]:
+    """Run a PgBouncer in `mode` before `server`; yield its URL for database `test`.
+
+    Its server connections start in `schema` (its `connect_query`): the search path a
+    role would have, for transaction mode, where the store sets none. It will not run as
+    root: then it runs as `postgres`, in a directory of its own.
+    """
+    if not os.access(_BINARY, os.X_OK):
+        reason = "pgbouncer is not installed (apt-get install pgbouncer)"
+        if os.environ.get("SESSIONARY_REQUIRE_BACKENDS", "") not in ("", "0"):
+            pytest.fail(f"required but unavailable: {reason}")
+        pytest.skip(reason)
+    tmp = Path(tempfile.mkdtemp(prefix="sessionary-pgbouncer-"))
+    try:
+        with _running(server, mode, schema, tmp) as url:
+            yield url
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _running(server: str, mode: str, schema: str, tmp: Path) -> Iterator[str]:
+    parts = urlsplit(server)
+    port = _free_port()
+    user = parts.username or "postgres"
+    (tmp / "users.txt").write_text(f'"{user}" ""\n')
+    (tmp / "pgbouncer.ini").write_text(
+        "[databases]\n"
+        f"test = host={parts.hostname} port={parts.port or 5432} dbname={parts.path.strip('/')}"
+        f" connect_query='SET search_path TO \"{schema}\"'\n"
+        "[pgbouncer]\n"
+        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
+        f"auth_type = trust\nauth_file = {tmp / 'users.txt'}\npool_mode = {mode}\n"
+        "default_pool_size = 4\nmax_client_conn = 200\n"
+        f"logfile = {tmp / 'pgbouncer.log'}\n"
+    )
+    command = [_BINARY, str(tmp / "pgbouncer.ini")]
+    if os.geteuid() == 0:
+        shutil.chown(tmp, "postgres")
+        command[1:1] = ["-u", "postgres"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            if process.poll() is not None or time.monotonic() > deadline:
+                log = tmp / "pgbouncer.log"
+                said = log.read_text() if log.exists() else "no log"
+                raise RuntimeError(f"pgbouncer did not start: {said}")
+            time.sleep(0.05)
+        yield f"postgresql://{user}@127.0.0.1:{port}/test"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture
+def server(postgres_url: str) -> tuple[str, str]:
+    """The test server's URL and a schema of this test's own (dropped after), created."""
+    location, _, schema = postgres_url.partition("?schema=")
+    with psycopg.connect(location, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+    return location, schema
+
+
+@pytest.fixture(params=["session", "transaction"])
+def pooled_url(request: pytest.FixtureRequest, server: tuple[str, str]) -> Iterator[str]:
+    """A store URL through PgBouncer in each pooling mode."""
+    location, schema = server
+    with _pgbouncer(location, request.param, schema) as url:
+        # Session mode: the store sets the search path itself; transaction mode: the role's.
+        yield f"{url}?schema={schema}" if request.param == "session" else f"{url}?pgbouncer=true"
+
+
+def _work(manager: SessionManager) -> None:
+    """A bit of everything a store does, more times than psycopg prepares after."""
+    chat = manager.create(id="chat")
+    for n in range(8):
+        chat.append(Message.user(f"question {n} about pooling"))
+    chat.append_all([Message.assistant("an answer"), Message.user("a follow-up")])
+    chat.update_state({"turns": 10})
+    fork = manager.fork("chat", id="fork")
+    fork.append(Message.user("on the fork"))
+    threads = [
+        threading.Thread(
+            target=lambda k: [chat.append(Message.user(f"w{k}-{i}")) for i in range(10)],
+            args=(k,),
+        )
+        for k in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    history = chat.history()
+    assert len(history) == 10 + 40
+    assert [m.parent_id for m in history[1:]] == [m.id for m in history[:-1]]  # one chain
+    assert len(chat.search("pooling")) == 8
+    assert chat.get_state().data == {"turns": 10}
+    assert len(fork.history()) == 11
+
+
+def test_a_store_works_through_pgbouncer(pooled_url: str) -> None:
+    with SessionManager(pooled_url) as manager:
+        _work(manager)
+    with SessionManager(pooled_url) as again:  # a second store finds the schema migrated
+        assert again.session("chat").message_count() == 50
+
+
+async def test_an_async_store_works_through_pgbouncer(pooled_url: str) -> None:
+    async with sessionary.AsyncSessionManager(pooled_url) as manager:
+        chat = await manager.create()
+        await asyncio.gather(*(chat.append(Message.user(f"m{n}")) for n in range(30)))
+        history = await chat.history()
+        assert len(history) == 30
+        assert [m.parent_id for m in history[1:]] == [m.id for m in history[:-1]]
+
+
+def test_transaction_mode_leaves_no_setting_on_the_servers_connections(
+    server: tuple[str, str],
+) -> None:
+    location, schema = server
+    with _pgbouncer(location, "transaction", schema) as url:
+        with SessionManager(f"{url}?pgbouncer=true") as manager:
+            manager.create().append(Message.user("hello"))
+        # Other clients of the pooler get the same server connections: none of them
+        # carries a request bound (or anything else) the store set.
+        with psycopg.connect(url, autocommit=True, prepare_threshold=None) as other:
+            for _ in range(8):
+                setting = other.execute("SHOW statement_timeout").fetchone()
+                assert setting == ("0",)
+
+
+def test_session_mode_sets_the_request_bounds(server: tuple[str, str]) -> None:
+    location, schema = server
+    with (
+        _pgbouncer(location, "session", schema) as url,
+        SessionManager(f"{url}?schema={schema}&timeout=7") as manager,
+    ):
+        manager.create()
+        driver = manager.store._driver  # type: ignore[attr-defined]
+        rows, _ = driver.run_alone("SHOW statement_timeout", ())
+        assert rows == [("7s",)]
+
+
+def test_schema_and_pgbouncer_do_not_go_together() -> None:
+    with pytest.raises(InvalidURL, match="do not go together"):
+        parse_store_url("postgresql://h/db?schema=s&pgbouncer=true")
+    assert parse_store_url("postgresql://h/db?schema=s&pgbouncer=false").options == {
+        "schema": "s",
+        "pgbouncer": False,
+    }
+
+
+def test_a_schema_named_in_capitals_is_that_schema(postgres_url: str) -> None:
+    # The search path names it quoted, as CREATE SCHEMA made it (unquoted, it was folded
+    # to lower case, and the store could not create its tables).
+    name = f"test_Caps_{uuid.uuid4().hex[:8]}"
+    location = postgres_url.partition("?")[0]
+    try:
+        with SessionManager(f"{location}?schema={name}") as manager:
+            manager.create().append(Message.user("in capitals"))
+        with psycopg.connect(location, autocommit=True) as admin:
+            found = admin.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = %s AND tablename = 'messages'",
+                (name,),
+            ).fetchone()
+            assert found == (1,)
+    finally:
+        with psycopg.connect(location, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')

@@ -30,7 +30,7 @@ import psycopg
 import pytest
 
 import sessionary
-from sessionary import InvalidURL, Message, SessionManager
+from sessionary import InvalidURL, Message, SessionManager, StoreUnavailable
 from sessionary.stores.urls import parse_store_url
 
 pytestmark = pytest.mark.postgres
@@ -45,12 +45,14 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _pgbouncer(server: str, mode: str, schema: str) -> Iterator[str]:
+def _pgbouncer(server: str, mode: str, schema: str, tls: Path | None = None) -> Iterator[str]:
     """Run a PgBouncer in `mode` before `server`; yield its URL for database `test`.
 
     Its server connections start in `schema` (its `connect_query`): the search path a
     role would have, for transaction mode, where the store sets none. It will not run as
-    root: then it runs as `postgres`, in a directory of its own.
+    root: then it runs as `postgres`, in a directory of its own. With `tls`, it requires
+    TLS of its clients, with a certificate for 127.0.0.1 that it writes to
+    `tls / "server.pem"` (its own root).
     """
     if not os.access(_BINARY, os.X_OK):
         reason = "pgbouncer is not installed (apt-get install pgbouncer)"
@@ -59,18 +61,26 @@ def _pgbouncer(server: str, mode: str, schema: str) -> Iterator[str]:
         pytest.skip(reason)
     tmp = Path(tempfile.mkdtemp(prefix="sessionary-pgbouncer-"))
     try:
-        with _running(server, mode, schema, tmp) as url:
+        with _running(server, mode, schema, tmp, tls) as url:
             yield url
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextlib.contextmanager
-def _running(server: str, mode: str, schema: str, tmp: Path) -> Iterator[str]:
+def _running(server: str, mode: str, schema: str, tmp: Path, tls: Path | None) -> Iterator[str]:
     parts = urlsplit(server)
     port = _free_port()
     user = parts.username or "postgres"
     (tmp / "users.txt").write_text(f'"{user}" ""\n')
+    secure = ""
+    if tls is not None:
+        _certificate(tmp / "server.pem", tmp / "server.key")
+        shutil.copy(tmp / "server.pem", tls / "server.pem")
+        secure = (
+            f"client_tls_sslmode = require\nclient_tls_cert_file = {tmp / 'server.pem'}\n"
+            f"client_tls_key_file = {tmp / 'server.key'}\n"
+        )
     (tmp / "pgbouncer.ini").write_text(
         "[databases]\n"
         f"test = host={parts.hostname} port={parts.port or 5432} dbname={parts.path.strip('/')}"
@@ -79,11 +89,12 @@ def _running(server: str, mode: str, schema: str, tmp: Path) -> Iterator[str]:
         f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
         f"auth_type = trust\nauth_file = {tmp / 'users.txt'}\npool_mode = {mode}\n"
         "default_pool_size = 4\nmax_client_conn = 200\n"
-        f"logfile = {tmp / 'pgbouncer.log'}\n"
+        f"logfile = {tmp / 'pgbouncer.log'}\n{secure}"
     )
     command = [_BINARY, str(tmp / "pgbouncer.ini")]
     if os.geteuid() == 0:
-        shutil.chown(tmp, "postgres")
+        for path in (tmp, *tmp.iterdir()):
+            shutil.chown(path, "postgres")
         command[1:1] = ["-u", "postgres"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -100,6 +111,19 @@ def _running(server: str, mode: str, schema: str, tmp: Path) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def _certificate(cert: Path, key: Path) -> None:
+    """A self-signed certificate for 127.0.0.1 (and its key), by Debian's openssl."""
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
 
 
 @pytest.fixture
@@ -217,3 +241,71 @@ def test_a_schema_named_in_capitals_is_that_schema(postgres_url: str) -> None:
     finally:
         with psycopg.connect(location, autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+# ---------------------------------------------------------------- libpq's parameters
+# Any libpq connection parameter may ride in the URL (sslmode, sslrootcert,
+# application_name, target_session_attrs, a socket directory as host): it reaches libpq.
+
+
+def test_tls_is_verified_end_to_end(server: tuple[str, str], tmp_path: Path) -> None:
+    location, schema = server
+    with _pgbouncer(location, "session", schema, tls=tmp_path) as url:
+        verified = f"{url}?sslmode=verify-full&sslrootcert={tmp_path / 'server.pem'}"
+        with SessionManager(f"{verified}&schema={schema}") as manager:
+            manager.create().append(Message.user("over TLS"))
+        _certificate(tmp_path / "other.pem", tmp_path / "other.key")  # another root
+        wrong = f"{url}?sslmode=verify-full&sslrootcert={tmp_path / 'other.pem'}"
+        with (
+            pytest.raises(StoreUnavailable, match="certificate verify failed"),
+            SessionManager(f"{wrong}&schema={schema}&connect_timeout=5") as manager,
+        ):
+            manager.create()
+        with (
+            pytest.raises(StoreUnavailable),  # the pooler requires TLS
+            SessionManager(f"{url}?sslmode=disable&schema={schema}") as manager,
+        ):
+            manager.create()
+
+
+def test_libpq_parameters_reach_the_server(postgres_url: str) -> None:
+    name = f"app-{uuid.uuid4().hex[:8]}"
+    url = f"{postgres_url}&application_name={name}&sslmode=disable&keepalives_idle=7"
+    with SessionManager(url) as manager:
+        manager.create()
+        driver = manager.store._driver  # type: ignore[attr-defined]
+        rows, _ = driver.run_alone("SELECT current_setting('application_name')", ())
+        assert rows == [(name,)]
+        assert driver._pool.kwargs.get("keepalives_idle") is None  # the URL's, not the store's
+
+
+def test_a_socket_directory_as_host(postgres_url: str) -> None:
+    sockets = "/var/run/postgresql"
+    if not Path(sockets, ".s.PGSQL.5432").exists():
+        pytest.skip(f"no PostgreSQL socket in {sockets} on this machine")
+    location, _, schema = postgres_url.partition("?schema=")
+    database = urlsplit(location).path.strip("/")
+    url = f"postgresql:///{database}?host={sockets}&user=postgres&schema={schema}"
+    with SessionManager(url) as manager:
+        manager.create().append(Message.user("through the socket"))
+
+
+@pytest.mark.parametrize(
+    ("query", "problem"),
+    [
+        ("sslmod=require", "unknown store option 'sslmod'"),
+        ("replication=database", "replication is refused"),
+        ("sslmode=require&sslmode=disable", "sslmode is given twice"),
+    ],
+)
+def test_bad_connection_parameters_are_refused(query: str, problem: str) -> None:
+    with pytest.raises(InvalidURL, match=problem):
+        parse_store_url(f"postgresql://h/db?{query}")
+
+
+def test_passwords_in_parameters_are_masked_in_errors() -> None:
+    url = "postgresql://u:pw@127.0.0.1:1/db?sslpassword=hunter2&connect_timeout=1"
+    with pytest.raises(StoreUnavailable) as caught, SessionManager(url) as manager:
+        manager.create()
+    assert "hunter2" not in str(caught.value) and "pw@" not in str(caught.value)
+    assert "sslpassword=***" in str(caught.value)

@@ -63,6 +63,9 @@ def _migrations(url: str) -> list[Any]:
          {"connect_timeout": 2.5}),
         ("mariadb://h/db?max_message_bytes=1000", "mysql", "mysql://h/db",
          {"max_message_bytes": 1000}),
+        # libpq's own parameters stay in the URL the driver connects with
+        ("postgresql://h/db?sslmode=require&schema=s&application_name=a", "postgresql",
+         "postgresql://h/db?sslmode=require&application_name=a", {"schema": "s"}),
     ],
 )  # fmt: skip
 def test_server_urls(url: str, scheme: str, location: str, options: dict[str, Any]) -> None:
@@ -74,7 +77,7 @@ def test_server_urls(url: str, scheme: str, location: str, options: dict[str, An
     "url",
     [
         "postgresql://h/db?bogus=1",
-        "postgresql://h/db?sslmode=require",
+        "postgresql://h/db?sslmod=require",
         "postgresql://h/db?schema=a;drop",
         "postgresql://h/db?schema=",
         "postgresql://h/db?pool_size=0",

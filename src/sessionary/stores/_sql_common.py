@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from sessionary.errors import InvalidInput
 from sessionary.model import (
@@ -381,13 +381,26 @@ class Dialect:
 
 
 def redact(url: str) -> str:
-    """Return a server URL fit for an error message: its password, if any, masked."""
+    """Return a server URL fit for an error message: its passwords, if any, masked.
+
+    The one in its user part, and any connection parameter of its query whose name says
+    it is one (libpq's `password`, `sslpassword`, an OAuth client secret).
+    """
     parts = urlsplit(url)
-    if parts.password is None:
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    secret = any(_secret(key) for key, _ in pairs)
+    if parts.password is None and not secret:
         return url
-    netloc = parts.netloc.rpartition("@")
-    user = netloc[0].partition(":")[0]
-    return parts._replace(netloc=f"{user}:***@{netloc[2]}").geturl()
+    netloc = parts.netloc
+    if parts.password is not None:
+        head, _, host = netloc.rpartition("@")
+        netloc = f"{head.partition(':')[0]}:***@{host}"
+    query = urlencode([(key, "***" if _secret(key) else value) for key, value in pairs], safe="*")
+    return parts._replace(netloc=netloc, query=query).geturl()
+
+
+def _secret(key: str) -> bool:
+    return "password" in key or "secret" in key
 
 
 def search_text(text: str) -> str:

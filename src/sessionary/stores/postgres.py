@@ -158,6 +158,12 @@ def pool_options(connect_timeout: float, timeout: float, pgbouncer: bool = False
     return options
 
 
+def _unless_given(conninfo: str, options: dict[str, Any]) -> dict[str, Any]:
+    """`options` but those the URL gives itself (its keepalives, say): the URL's win."""
+    given = psycopg.conninfo.conninfo_to_dict(conninfo)
+    return {key: value for key, value in options.items() if key not in given}
+
+
 def session_settings(schema: str | None, timeout: float | None) -> tuple[str, tuple[str, ...]]:
     """The statement (and its values) that sets a new connection up, run once on it.
 
@@ -354,7 +360,7 @@ class AsyncPostgresDriver:
             configure=self._configure,
             min_size=1,
             max_size=max(1, pool_size),
-            kwargs=pool_options(connect_timeout, timeout, pgbouncer),
+            kwargs=_unless_given(conninfo, pool_options(connect_timeout, timeout, pgbouncer)),
             open=False,
             name="sessionary",
         )
@@ -580,7 +586,7 @@ class PostgresDriver:
             configure=self._configure,
             min_size=1,
             max_size=max(1, pool_size),
-            kwargs=pool_options(connect_timeout, timeout, pgbouncer),
+            kwargs=_unless_given(conninfo, pool_options(connect_timeout, timeout, pgbouncer)),
             open=False,
             name="sessionary",
         )

@@ -9,12 +9,13 @@ database role without schema rights (`sessionary schema --print` gives the DDL).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from sessionary.errors import InvalidURL
 
@@ -154,14 +155,56 @@ class StoreURL:
         return self.location
 
 
-def _options(scheme: str, query: str) -> dict[str, object]:
-    """Parse and check a URL's options: each known, given once, of its type, in range."""
+_LIBPQ_REFUSED = {"replication": "a replication connection cannot run the store's statements"}
+"""libpq parameters a store URL may not pass on, and why."""
+
+
+@functools.cache
+def _libpq_keywords() -> frozenset[str] | None:
+    """The connection parameters the installed libpq knows; None without psycopg."""
+    try:
+        import psycopg
+    except ImportError:  # opening the store says what to install
+        return None
+    return frozenset(d.keyword.decode() for d in psycopg.pq.Conninfo.get_defaults())
+
+
+def _driver_parameter(scheme: str, key: str, passed: dict[str, str]) -> bool:
+    """Whether `key` is one of the driver's own connection parameters, to pass on.
+
+    PostgreSQL's URL may carry any libpq parameter (`sslmode`, `sslrootcert`,
+    `application_name`, `target_session_attrs`, a socket directory as `host`...): they
+    stay in the URL the driver connects with.
+    """
+    if scheme != "postgresql":
+        return False
+    known = _libpq_keywords()
+    if known is not None and key not in known:
+        return False
+    if key in _LIBPQ_REFUSED:
+        raise InvalidURL(f"connection parameter {key} is refused: {_LIBPQ_REFUSED[key]}")
+    if key in passed:
+        raise InvalidURL(f"connection parameter {key} is given twice")
+    return True
+
+
+def _options(scheme: str, query: str, passed: dict[str, str] | None = None) -> dict[str, object]:
+    """Parse and check a URL's options: each known, given once, of its type, in range.
+
+    The driver's own connection parameters (see `_driver_parameter`) go to `passed`.
+    """
     allowed = _OPTIONS[scheme]
     options: dict[str, object] = {}
     for key, text in parse_qsl(query, keep_blank_values=True):
         option = allowed.get(key)
+        if option is None and passed is not None and _driver_parameter(scheme, key, passed):
+            passed[key] = text
+            continue
         if option is None:
-            raise InvalidURL(f"unknown store option {key!r} (known: {', '.join(sorted(allowed))})")
+            extra = " or a libpq connection parameter" if scheme == "postgresql" else ""
+            raise InvalidURL(
+                f"unknown store option {key!r} (known: {', '.join(sorted(allowed))}{extra})"
+            )
         if key in options:
             raise InvalidURL(f"store option {key} is given twice")
         try:
@@ -218,7 +261,10 @@ def _server_url(url: str, scheme: str, rest: str) -> StoreURL:
         raise InvalidURL(f"{url!r}: {exc}") from None
     if scheme == "mysql" and (not parts.hostname or not parts.path.strip("/")):
         raise InvalidURL(f"{url!r}: use mysql://user:password@host:port/database")
-    options = _options(scheme, query)
+    passed: dict[str, str] = {}
+    options = _options(scheme, query, passed)
+    if passed:
+        location = f"{location}?{urlencode(passed)}"
     if options.get("pgbouncer") and "schema" in options:
         raise InvalidURL(
             "store options schema and pgbouncer=true do not go together: a pooler in "

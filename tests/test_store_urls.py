@@ -45,6 +45,14 @@ CASES: dict[str, tuple[dict[str, object], list[str]]] = {
         ["", "maybe", "2", "f"],
     ),
     "pgbouncer": ({"true": True, "false": False, "yes": True}, ["", "transaction", "2"]),
+    "unix_socket": ({"/run/mysqld/mysqld.sock": "/run/mysqld/mysqld.sock"}, ["", "a\0b"]),
+    "ssl_mode": (
+        {mode: mode for mode in ("disabled", "preferred", "required", "verify_identity")},
+        ["", "REQUIRED", "on", "verify-ca"],
+    ),
+    "ssl_ca": ({"/etc/ca.pem": "/etc/ca.pem", "ca.pem": "ca.pem"}, ["", "a\0b"]),
+    "ssl_cert": ({"/etc/client.pem": "/etc/client.pem"}, ["", "a\0b"]),
+    "ssl_key": ({"/etc/client.key": "/etc/client.key"}, ["", "a\0b"]),
 }
 
 OPTIONS = [(scheme, name) for scheme, options in urls._OPTIONS.items() for name in options]

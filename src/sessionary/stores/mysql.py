@@ -49,6 +49,7 @@ import asyncio
 import collections
 import contextlib
 import math
+import ssl
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -62,6 +63,7 @@ import pymysql  # type: ignore[import-untyped]
 from sessionary.errors import (
     AlreadyExists,
     Closed,
+    InvalidURL,
     PayloadTooLarge,
     SessionaryError,
     StoreError,
@@ -80,6 +82,7 @@ __all__ = [
     "connect_options",
     "session_setup",
     "store_error",
+    "tls_context",
 ]
 
 Row = tuple[Any, ...]
@@ -135,7 +138,15 @@ def connect_error(where: str, exc: BaseException) -> StoreUnavailable:
     return StoreUnavailable(f"{where}: cannot connect: {text}")
 
 
-def connect_options(url: str, connect_timeout: float, database: str = "db") -> dict[str, Any]:
+def connect_options(
+    url: str,
+    connect_timeout: float,
+    database: str = "db",
+    *,
+    unix_socket: str | None = None,
+    tls: ssl.SSLContext | None = None,
+    tls_off: bool = False,
+) -> dict[str, Any]:
     """The keyword arguments of a connection to the server a `mysql://` URL names.
 
     Args:
@@ -143,9 +154,13 @@ def connect_options(url: str, connect_timeout: float, database: str = "db") -> d
         connect_timeout: Seconds to wait for the server.
         database: The name of the database argument (`db` for aiomysql, `database` for
             PyMySQL, which deprecates `db`).
+        unix_socket: The server's socket file, to connect through instead of TCP.
+        tls: The TLS the connection must use (see `tls_context`); None: the driver's
+            own choice (PyMySQL tries TLS, unverified, where the server offers it).
+        tls_off: No TLS at all (`ssl_mode=disabled`; PyMySQL's `ssl_disabled`).
     """
     parts = urlsplit(url)
-    return {
+    options: dict[str, Any] = {
         "host": parts.hostname or "localhost",
         "port": parts.port or 3306,
         "user": unquote(parts.username or "root"),
@@ -159,6 +174,64 @@ def connect_options(url: str, connect_timeout: float, database: str = "db") -> d
         # spliced.
         "client_flag": pymysql.constants.CLIENT.MULTI_STATEMENTS,
     }
+    if unix_socket is not None:
+        options["unix_socket"] = unix_socket
+    if tls is not None:
+        options["ssl"] = tls
+    elif tls_off and database == "database":  # PyMySQL's; aiomysql tries no TLS unasked
+        options["ssl_disabled"] = True
+    return options
+
+
+def tls_context(
+    mode: str | None,
+    ca: str | None = None,
+    cert: str | None = None,
+    key: str | None = None,
+    where: str = "mysql",
+) -> ssl.SSLContext | None:
+    """The TLS a URL's `ssl_mode`, `ssl_ca`, `ssl_cert` and `ssl_key` ask for; None if none.
+
+    `required` encrypts without checking the server's certificate (unless `ca` is
+    given: then as `verify_ca`); `verify_ca` checks it against `ca` (else the system's
+    roots); `verify_identity` also checks that it names the host. No mode with `ca`
+    given is `verify_ca`; with only a client certificate, `required`. A connection that
+    asked for TLS and did not get it fails (`_insist_on_tls`).
+
+    Raises:
+        InvalidURL: If a file cannot be read or is not what it should be.
+    """
+    if mode is None:
+        mode = "verify_ca" if ca is not None else "required" if cert is not None else None
+    if mode is None or mode in ("disabled", "preferred"):
+        return None
+    try:
+        context = ssl.create_default_context(cafile=ca)
+        if cert is not None:
+            context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise InvalidURL(f"{where}: the TLS files cannot be used: {exc}") from None
+    context.check_hostname = mode == "verify_identity"
+    if mode == "required" and ca is None:
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def _insist_on_tls(conn: Any, options: dict[str, Any], where: str) -> None:
+    """Close a connection that asked for TLS and got none; raise `StoreUnavailable`.
+
+    aiomysql goes on in the clear, asking nothing, when the server offers no TLS.
+    """
+    if options.get("ssl") is None:
+        return
+    writer = getattr(conn, "_writer", None)
+    if writer is not None:
+        secure = writer.get_extra_info("ssl_object") is not None
+    else:
+        secure = isinstance(getattr(conn, "_sock", None), ssl.SSLSocket)
+    if not secure:
+        conn.close()
+        raise StoreUnavailable(f"{where}: cannot connect: the server does not offer TLS")
 
 
 def session_setup(version: str, timeout: float = REQUEST_TIMEOUT) -> str:
@@ -695,6 +768,7 @@ async def _aconnect(options: dict[str, Any], where: str) -> Any:
         if isinstance(exc, Exception):
             raise connect_error(where, exc) from exc
         raise
+    _insist_on_tls(conn, options, where)
     return conn
 
 
@@ -804,13 +878,20 @@ class _AsyncPool:
         self._out -= 1
 
     async def close(self) -> None:
-        """Close the idle connections (each says goodbye, briefly); later `take`s fail."""
+        """Close the idle connections (each says goodbye, briefly); later `take`s fail.
+
+        Each is waited for until its socket is closed: a TLS connection's closing is an
+        exchange of its own, which a loop stopped in the middle leaves with its socket open.
+        """
         self.closed = True
         idle, self._idle = self._idle, []
         for _, conn in idle:
+            writer = conn._writer
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(_QUIT_WAIT):
                     await conn.ensure_closed()
+                    if writer is not None:
+                        await writer.wait_closed()
             conn.close()
 
 
@@ -833,9 +914,17 @@ class AsyncMySQLDriver:
         pool_size: int = 10,
         connect_timeout: float = CONNECT_TIMEOUT,
         timeout: float = REQUEST_TIMEOUT,
+        unix_socket: str | None = None,
+        ssl_mode: str | None = None,
+        ssl_ca: str | None = None,
+        ssl_cert: str | None = None,
+        ssl_key: str | None = None,
     ) -> None:
         self._where = redact(url)
-        self._options = connect_options(url, connect_timeout)
+        tls = tls_context(ssl_mode, ssl_ca, ssl_cert, ssl_key, self._where)
+        self._options = connect_options(
+            url, connect_timeout, unix_socket=unix_socket, tls=tls, tls_off=ssl_mode == "disabled"
+        )
         self._size = max(1, pool_size)
         self._timeout = timeout
         self._pool = _AsyncPool(self._options, self._size, self._where)
@@ -1045,6 +1134,7 @@ def _connect(
         conn = _Connection(**options, read_timeout=bound, write_timeout=bound)
     except Exception as exc:
         raise connect_error(where, exc) from exc
+    _insist_on_tls(conn, options, where)
     conn._read_timeout = conn._write_timeout = timeout
     return conn
 
@@ -1179,9 +1269,22 @@ class MySQLDriver:
         pool_size: int = 10,
         connect_timeout: float = CONNECT_TIMEOUT,
         timeout: float = REQUEST_TIMEOUT,
+        unix_socket: str | None = None,
+        ssl_mode: str | None = None,
+        ssl_ca: str | None = None,
+        ssl_cert: str | None = None,
+        ssl_key: str | None = None,
     ) -> None:
         self._where = redact(url)
-        self._options = connect_options(url, connect_timeout, "database")
+        tls = tls_context(ssl_mode, ssl_ca, ssl_cert, ssl_key, self._where)
+        self._options = connect_options(
+            url,
+            connect_timeout,
+            "database",
+            unix_socket=unix_socket,
+            tls=tls,
+            tls_off=ssl_mode == "disabled",
+        )
         self._timeout = timeout
         self._pool = _Pool(self._options, max(1, pool_size), timeout + GRACE, self._where)
         self._lock = threading.Lock()

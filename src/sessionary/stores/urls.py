@@ -23,6 +23,7 @@ __all__ = [
     "CONNECT_TIMEOUT",
     "MAX_SECONDS",
     "REQUEST_TIMEOUT",
+    "TLS_MODES",
     "StoreURL",
     "parse_store_url",
     "seconds_problem",
@@ -84,6 +85,19 @@ def _identifier(value: str) -> str | None:
     return None if _IDENTIFIER.match(value) else f"must be a plain SQL identifier, not {value!r}"
 
 
+def _path(value: str) -> str | None:
+    return None if value and "\0" not in value else f"must be a file path, not {value!r}"
+
+
+TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
+"""The values of a MySQL URL's `ssl_mode`, as MySQL's own client names them (see
+`stores.mysql.tls_context`)."""
+
+
+def _tls_mode(value: str) -> str | None:
+    return None if value in TLS_MODES else f"must be one of {', '.join(TLS_MODES)}, not {value!r}"
+
+
 def _namespace(value: str) -> str | None:
     if _NAMESPACE.match(value):
         return None
@@ -126,7 +140,14 @@ _OPTIONS: dict[str, dict[str, _Option]] = {
         "migrate": _FLAG,
     },
     "postgresql": {**_SERVER, "schema": _Option(str, _identifier), "pgbouncer": _FLAG},
-    "mysql": _SERVER,
+    "mysql": {
+        **_SERVER,
+        "unix_socket": _Option(str, _path),
+        "ssl_mode": _Option(str, _tls_mode),
+        "ssl_ca": _Option(str, _path),
+        "ssl_cert": _Option(str, _path),
+        "ssl_key": _Option(str, _path),
+    },
     "redis": {
         "namespace": _Option(str, _namespace),
         "snapshot_frequency": _Option(int, _not_negative),
@@ -265,6 +286,12 @@ def _server_url(url: str, scheme: str, rest: str) -> StoreURL:
     options = _options(scheme, query, passed)
     if passed:
         location = f"{location}?{urlencode(passed)}"
+    files = [key for key in ("ssl_ca", "ssl_cert", "ssl_key") if key in options]
+    if files and options.get("ssl_mode") in ("disabled", "preferred"):
+        raise InvalidURL(
+            f"store option {files[0]} needs ssl_mode=required, verify_ca or verify_identity"
+            f", not {options['ssl_mode']}"
+        )
     if options.get("pgbouncer") and "schema" in options:
         raise InvalidURL(
             "store options schema and pgbouncer=true do not go together: a pooler in "

@@ -190,23 +190,63 @@ def _libpq_keywords() -> frozenset[str] | None:
     return frozenset(d.keyword.decode() for d in psycopg.pq.Conninfo.get_defaults())
 
 
-def _driver_parameter(scheme: str, key: str, passed: dict[str, str]) -> bool:
+def _cert_reqs(value: str) -> str | None:
+    if value in ("none", "optional", "required"):
+        return None
+    return f"must be none, optional or required, not {value!r}"
+
+
+def _client_name(value: str) -> str | None:
+    if re.fullmatch(r"[!-~]{1,128}", value):
+        return None
+    return f"must be 1-128 printable characters without spaces, not {value!r}"
+
+
+_REDIS_TLS = {
+    "ssl_cert_reqs": _Option(str, _cert_reqs),
+    "ssl_ca_certs": _Option(str, _path),
+    "ssl_certfile": _Option(str, _path),
+    "ssl_keyfile": _Option(str, _path),
+    "ssl_check_hostname": _Option(boolean, _any),
+}
+_REDIS_PASSED = {**_REDIS_TLS, "client_name": _Option(str, _client_name)}
+"""redis-py's own connection parameters a Redis URL may carry (redis-py reads them)."""
+
+
+def _driver_parameter(scheme: str, key: str, text: str, passed: dict[str, str]) -> bool:
     """Whether `key` is one of the driver's own connection parameters, to pass on.
 
     PostgreSQL's URL may carry any libpq parameter (`sslmode`, `sslrootcert`,
-    `application_name`, `target_session_attrs`, a socket directory as `host`...): they
-    stay in the URL the driver connects with.
+    `application_name`, `target_session_attrs`, a socket directory as `host`...), a
+    Redis URL redis-py's TLS parameters (`ssl_ca_certs`, `ssl_cert_reqs`...) and
+    `client_name`: they stay in the URL the driver connects with.
     """
-    if scheme != "postgresql":
+    if scheme == "postgresql":
+        known = _libpq_keywords()
+        if known is not None and key not in known:
+            return False
+        if key in _LIBPQ_REFUSED:
+            raise InvalidURL(f"connection parameter {key} is refused: {_LIBPQ_REFUSED[key]}")
+    elif scheme == "redis" and key in _REDIS_PASSED:
+        _checked(key, text, _REDIS_PASSED[key])
+    else:
         return False
-    known = _libpq_keywords()
-    if known is not None and key not in known:
-        return False
-    if key in _LIBPQ_REFUSED:
-        raise InvalidURL(f"connection parameter {key} is refused: {_LIBPQ_REFUSED[key]}")
     if key in passed:
         raise InvalidURL(f"connection parameter {key} is given twice")
     return True
+
+
+def _checked(key: str, text: str, option: _Option) -> object:
+    """An option's value from its text; InvalidURL if it is not of its kind, or out of range."""
+    try:
+        value = option.kind(text)
+    except ValueError:
+        kind = getattr(option.kind, "__name__", "value")
+        raise InvalidURL(f"store option {key}={text!r} is not a valid {kind}") from None
+    problem = option.problem(value)
+    if problem is not None:
+        raise InvalidURL(f"store option {key} {problem}")
+    return value
 
 
 def _options(scheme: str, query: str, passed: dict[str, str] | None = None) -> dict[str, object]:
@@ -218,7 +258,7 @@ def _options(scheme: str, query: str, passed: dict[str, str] | None = None) -> d
     options: dict[str, object] = {}
     for key, text in parse_qsl(query, keep_blank_values=True):
         option = allowed.get(key)
-        if option is None and passed is not None and _driver_parameter(scheme, key, passed):
+        if option is None and passed is not None and _driver_parameter(scheme, key, text, passed):
             passed[key] = text
             continue
         if option is None:
@@ -228,15 +268,7 @@ def _options(scheme: str, query: str, passed: dict[str, str] | None = None) -> d
             )
         if key in options:
             raise InvalidURL(f"store option {key} is given twice")
-        try:
-            value = option.kind(text)
-        except ValueError:
-            kind = getattr(option.kind, "__name__", "value")
-            raise InvalidURL(f"store option {key}={text!r} is not a valid {kind}") from None
-        problem = option.problem(value)
-        if problem is not None:
-            raise InvalidURL(f"store option {key} {problem}")
-        options[key] = value
+        options[key] = _checked(key, text, option)
     return options
 
 
@@ -313,4 +345,11 @@ def _redis_url(url: str, scheme: str, rest: str) -> StoreURL:
     database = parts.path.strip("/")
     if database and not database.isdigit():
         raise InvalidURL(f"{url!r}: a Redis database is a number, use redis://host:port/0")
-    return StoreURL("redis", f"{scheme}://{location}", _options("redis", query))
+    passed: dict[str, str] = {}
+    options = _options("redis", query, passed)
+    tls = [key for key in passed if key in _REDIS_TLS]
+    if tls and scheme != "rediss":
+        raise InvalidURL(f"{url!r}: {tls[0]} is a TLS parameter: use rediss:// for TLS")
+    if passed:
+        location = f"{location}?{urlencode(passed)}"
+    return StoreURL("redis", f"{scheme}://{location}", options)

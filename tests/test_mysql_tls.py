@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 import pymysql
 import pytest
+from _servers import certificate, free_port, unavailable
 
 import sessionary
 from sessionary import InvalidURL, Message, StoreUnavailable
@@ -34,36 +34,17 @@ _SERVER = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
 _INSTALL = shutil.which("mariadb-install-db") or "/usr/bin/mariadb-install-db"
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("SESSIONARY_REQUIRE_BACKENDS", "") not in ("", "0"):
-        pytest.fail(f"required but unavailable: {reason}")
-    pytest.skip(reason)
-
-
-def _certificate(cert: Path, key: Path) -> None:
-    """A self-signed certificate for 127.0.0.1 (and its key), by Debian's openssl."""
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
-            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-
-
 @pytest.fixture(scope="module")
 def tls_server() -> Iterator[tuple[int, Path]]:
     """A MariaDB that offers TLS: its port, and the directory holding its `cert.pem`."""
     if not (os.access(_SERVER, os.X_OK) and os.access(_INSTALL, os.X_OK)):
-        _unavailable("mariadbd is not installed here (the mariadb-server package)")
+        unavailable("mariadbd is not installed here (the mariadb-server package)")
     home = Path(tempfile.mkdtemp(prefix="sessionary-mariadb-"))
     as_root = os.geteuid() == 0
     user = ["--user=mysql"] if as_root else []
     process: subprocess.Popen[bytes] | None = None
     try:
-        _certificate(home / "cert.pem", home / "key.pem")
+        certificate(home / "cert.pem", home / "key.pem")
         if as_root:
             shutil.chown(home, "mysql")
             for path in home.iterdir():
@@ -76,7 +57,7 @@ def tls_server() -> Iterator[tuple[int, Path]]:
             check=True,
             capture_output=True,
         )
-        port = _free_port()
+        port = free_port()
         process = subprocess.Popen(
             [
                 *(_SERVER, "--no-defaults", f"--datadir={home / 'data'}", *user),
@@ -98,12 +79,6 @@ def tls_server() -> Iterator[tuple[int, Path]]:
             process.terminate()
             process.wait(30)
         shutil.rmtree(home, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _wait_for(port: int, process: subprocess.Popen[bytes], home: Path) -> Any:
@@ -142,6 +117,19 @@ def _both(url: str) -> str:
     return cipher
 
 
+def _refused(url: str, sync: str, async_: str) -> None:
+    """A store at `url` cannot connect, sync (its error says `sync`) nor async (`async_`)."""
+    with pytest.raises(StoreUnavailable, match=sync), sessionary.SessionManager(url) as manager:
+        manager.create()
+
+    async def run() -> None:
+        async with sessionary.AsyncSessionManager(url) as manager:
+            await manager.create()
+
+    with pytest.raises(StoreUnavailable, match=async_):
+        asyncio.run(run())
+
+
 def test_verified_tls(tls_server: tuple[int, Path]) -> None:
     port, home = tls_server
     base = f"mysql://root@127.0.0.1:{port}/test"
@@ -157,20 +145,9 @@ def test_a_certificate_from_another_root_is_refused(
     tls_server: tuple[int, Path], tmp_path: Path
 ) -> None:
     port, _ = tls_server
-    _certificate(tmp_path / "other.pem", tmp_path / "other.key")
+    certificate(tmp_path / "other.pem", tmp_path / "other.key")
     url = f"mysql://root@127.0.0.1:{port}/test?ssl_ca={tmp_path / 'other.pem'}&connect_timeout=5"
-    with (
-        pytest.raises(StoreUnavailable, match="cannot connect"),
-        sessionary.SessionManager(url) as manager,
-    ):
-        manager.create()
-
-    async def run() -> None:
-        async with sessionary.AsyncSessionManager(url) as manager:
-            await manager.create()
-
-    with pytest.raises(StoreUnavailable, match="cannot connect"):
-        asyncio.run(run())
+    _refused(url, "cannot connect", "cannot connect")
 
 
 def test_verify_identity_checks_the_host_name(tls_server: tuple[int, Path]) -> None:
@@ -187,19 +164,7 @@ def test_verify_identity_checks_the_host_name(tls_server: tuple[int, Path]) -> N
 
 def test_tls_asked_of_a_server_without_it_is_refused(mysql_url: str) -> None:
     # Never a quiet fall back to the clear: aiomysql would go on without asking.
-    url = f"{mysql_url}?ssl_mode=required&connect_timeout=5"
-    with (
-        pytest.raises(StoreUnavailable, match=r"TLS|SSL"),
-        sessionary.SessionManager(url) as manager,
-    ):
-        manager.create()
-
-    async def run() -> None:
-        async with sessionary.AsyncSessionManager(url) as manager:
-            await manager.create()
-
-    with pytest.raises(StoreUnavailable, match="does not offer TLS"):
-        asyncio.run(run())
+    _refused(f"{mysql_url}?ssl_mode=required&connect_timeout=5", "SSL", "does not offer TLS")
 
 
 def test_a_socket_file(mysql_url: str) -> None:

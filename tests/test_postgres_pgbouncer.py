@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from _servers import certificate, free_port, unavailable
 
 import sessionary
 from sessionary import InvalidURL, Message, SessionManager, StoreUnavailable
@@ -36,12 +37,6 @@ from sessionary.stores.urls import parse_store_url
 pytestmark = pytest.mark.postgres
 
 _BINARY = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -55,10 +50,7 @@ def _pgbouncer(server: str, mode: str, schema: str, tls: Path | None = None) -> 
     `tls / "server.pem"` (its own root).
     """
     if not os.access(_BINARY, os.X_OK):
-        reason = "pgbouncer is not installed (apt-get install pgbouncer)"
-        if os.environ.get("SESSIONARY_REQUIRE_BACKENDS", "") not in ("", "0"):
-            pytest.fail(f"required but unavailable: {reason}")
-        pytest.skip(reason)
+        unavailable("pgbouncer is not installed (apt-get install pgbouncer)")
     tmp = Path(tempfile.mkdtemp(prefix="sessionary-pgbouncer-"))
     try:
         with _running(server, mode, schema, tmp, tls) as url:
@@ -70,12 +62,12 @@ def _pgbouncer(server: str, mode: str, schema: str, tls: Path | None = None) -> 
 @contextlib.contextmanager
 def _running(server: str, mode: str, schema: str, tmp: Path, tls: Path | None) -> Iterator[str]:
     parts = urlsplit(server)
-    port = _free_port()
+    port = free_port()
     user = parts.username or "postgres"
     (tmp / "users.txt").write_text(f'"{user}" ""\n')
     secure = ""
     if tls is not None:
-        _certificate(tmp / "server.pem", tmp / "server.key")
+        certificate(tmp / "server.pem", tmp / "server.key")
         shutil.copy(tmp / "server.pem", tls / "server.pem")
         secure = (
             f"client_tls_sslmode = require\nclient_tls_cert_file = {tmp / 'server.pem'}\n"
@@ -111,19 +103,6 @@ def _running(server: str, mode: str, schema: str, tmp: Path, tls: Path | None) -
     finally:
         process.terminate()
         process.wait(10)
-
-
-def _certificate(cert: Path, key: Path) -> None:
-    """A self-signed certificate for 127.0.0.1 (and its key), by Debian's openssl."""
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
-            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1"),
-        ],
-        check=True,
-        capture_output=True,
-    )
 
 
 @pytest.fixture
@@ -254,7 +233,7 @@ def test_tls_is_verified_end_to_end(server: tuple[str, str], tmp_path: Path) -> 
         verified = f"{url}?sslmode=verify-full&sslrootcert={tmp_path / 'server.pem'}"
         with SessionManager(f"{verified}&schema={schema}") as manager:
             manager.create().append(Message.user("over TLS"))
-        _certificate(tmp_path / "other.pem", tmp_path / "other.key")  # another root
+        certificate(tmp_path / "other.pem", tmp_path / "other.key")  # another root
         wrong = f"{url}?sslmode=verify-full&sslrootcert={tmp_path / 'other.pem'}"
         with (
             pytest.raises(StoreUnavailable, match="certificate verify failed"),

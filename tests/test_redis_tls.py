@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _servers import certificate, free_port, unavailable
 
 import sessionary
 from sessionary import InvalidURL, Message, StoreUnavailable
@@ -29,32 +30,14 @@ pytestmark = pytest.mark.redis
 _SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 
-def _certificate(cert: Path, key: Path) -> None:
-    """A self-signed certificate for 127.0.0.1 (and its key), by Debian's openssl."""
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
-            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-
-
 @pytest.fixture(scope="module")
 def tls_redis() -> Iterator[tuple[int, Path]]:
     """A Redis that speaks TLS only: its port, and the directory holding its `cert.pem`."""
     if not os.access(_SERVER, os.X_OK):
-        reason = "redis-server is not installed here"
-        if os.environ.get("SESSIONARY_REQUIRE_BACKENDS", "") not in ("", "0"):
-            pytest.fail(f"required but unavailable: {reason}")
-        pytest.skip(reason)
+        unavailable("redis-server is not installed here")
     home = Path(tempfile.mkdtemp(prefix="sessionary-redis-"))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    _certificate(home / "cert.pem", home / "key.pem")
+    port = free_port()
+    certificate(home / "cert.pem", home / "key.pem")
     process = subprocess.Popen(
         [
             *(_SERVER, "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1"),
@@ -106,7 +89,7 @@ def test_a_certificate_from_another_root_is_refused(
     tls_redis: tuple[int, Path], tmp_path: Path
 ) -> None:
     port, _ = tls_redis
-    _certificate(tmp_path / "other.pem", tmp_path / "other.key")
+    certificate(tmp_path / "other.pem", tmp_path / "other.key")
     url = (
         f"rediss://127.0.0.1:{port}/0?ssl_cert_reqs=required"
         f"&ssl_ca_certs={tmp_path / 'other.pem'}&connect_timeout=5"

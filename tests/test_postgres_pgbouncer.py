@@ -269,6 +269,19 @@ def test_a_socket_directory_as_host(postgres_url: str) -> None:
         manager.create().append(Message.user("through the socket"))
 
 
+def test_several_hosts_are_tried_in_turn(postgres_url: str) -> None:
+    # libpq's failover: a host that refuses (port 1) is passed over for the next one;
+    # with target_session_attrs=read-write, only a primary is taken.
+    parts = urlsplit(postgres_url)
+    hosts = f"127.0.0.1:1,{parts.hostname}:{parts.port or 5432}"
+    url = (
+        f"postgresql://{parts.username or 'postgres'}@{hosts}{parts.path}?{parts.query}"
+        "&target_session_attrs=read-write&connect_timeout=3"
+    )
+    with SessionManager(url) as manager:
+        manager.create().append(Message.user("on the second host"))
+
+
 @pytest.mark.parametrize(
     ("query", "problem"),
     [
@@ -280,6 +293,11 @@ def test_a_socket_directory_as_host(postgres_url: str) -> None:
 def test_bad_connection_parameters_are_refused(query: str, problem: str) -> None:
     with pytest.raises(InvalidURL, match=problem):
         parse_store_url(f"postgresql://h/db?{query}")
+
+
+def test_a_bad_port_in_a_list_of_hosts_is_refused() -> None:
+    with pytest.raises(InvalidURL, match="Port"):
+        parse_store_url("postgresql://u@h1:5432,h2:x/db")
 
 
 def test_passwords_in_parameters_are_masked_in_errors() -> None:

@@ -309,7 +309,13 @@ def _server_url(url: str, scheme: str, rest: str) -> StoreURL:
     location, _, query = rest.partition("?")
     try:
         parts = urlsplit(f"{scheme}://{location}")
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        # PostgreSQL's may name several hosts (`h1:5432,h2:5432`), which libpq tries in
+        # turn (with `target_session_attrs`, until one takes writes): each is checked.
+        hosts = parts.netloc.rpartition("@")[2].split(",") if scheme == "postgresql" else [""]
+        for host in hosts:
+            urlsplit(f"{scheme}://{host}").port  # noqa: B018 - raises for a bad port
+        if len(hosts) == 1:
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError as exc:
         raise InvalidURL(f"{url!r}: {exc}") from None
     if scheme == "mysql" and (not parts.hostname or not parts.path.strip("/")):

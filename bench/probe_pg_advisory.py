@@ -29,41 +29,32 @@ import psycopg
 
 import sessionary
 from sessionary import Message
+from sessionary.stores._postgres_sql import _UNLOCKED, _V6
 
 SERVER = os.environ.get("SESSIONARY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 WRITERS = 8
-ADVISORY = """CREATE OR REPLACE PROCEDURE sessionary_append(
-    p_tenant TEXT, p_user TEXT, p_id TEXT, p_any BOOLEAN, p_expected TEXT,
-    p_rows sessionary_message[], p_head TEXT, p_moves INTEGER, p_count INTEGER,
-    p_now BIGINT,
-    INOUT o_parent TEXT DEFAULT NULL, INOUT o_appended BIGINT DEFAULT 0,
-    INOUT o_pk BIGINT DEFAULT NULL, INOUT o_depth INTEGER DEFAULT NULL
-) LANGUAGE plpgsql AS $$
-BEGIN
-    SELECT pk INTO o_pk FROM sessions
+_LOCKING = f"""    SELECT pk, head_id, head_depth INTO o_pk, o_parent, o_depth FROM sessions
     WHERE tenant = p_tenant AND user_id = p_user AND id = p_id AND ttl_us IS NULL
-        AND set_config('synchronous_commit', 'off', true) IS NOT NULL;
+        AND {_UNLOCKED} IS NOT NULL
+    FOR UPDATE;"""
+"""The store's procedure's locking read, which the variant replaces."""
+_QUEUED = f"""    SELECT pk INTO o_pk FROM sessions
+    WHERE tenant = p_tenant AND user_id = p_user AND id = p_id AND ttl_us IS NULL
+        AND {_UNLOCKED} IS NOT NULL;
     IF FOUND THEN
         PERFORM pg_advisory_xact_lock(o_pk);
         SELECT head_id, head_depth INTO o_parent, o_depth FROM sessions
         WHERE pk = o_pk AND ttl_us IS NULL FOR UPDATE;
-    END IF;
-    IF FOUND AND (p_any OR o_parent IS NOT DISTINCT FROM p_expected) THEN
-        WITH ins AS (
-            INSERT INTO messages (session_pk, id, parent_id, depth, role, created_us, data, text)
-            SELECT o_pk, v.id, CASE WHEN v.n = 1 THEN o_parent ELSE v.parent_id END,
-                o_depth + v.n, v.role, v.created_us, v.data, v.text
-            FROM unnest(p_rows) AS v
-        )
-        UPDATE sessions SET head_id = p_head, head_depth = o_depth + p_moves,
-            message_count = message_count + p_count, updated_us = p_now
-        WHERE pk = o_pk;
-        o_appended := 1;
-    END IF;
-    COMMIT;
-    PERFORM pg_logical_emit_message(true, 'sessionary', '');
-    COMMIT;
-END $$"""
+    END IF;"""
+"""The variant's: find the session, queue on an advisory lock, then lock its row."""
+
+
+def _advisory() -> str:
+    """The store's `sessionary_append` (migration 6), its locking read replaced."""
+    (procedure,) = [sql for sql in _V6 if sql.startswith("CREATE PROCEDURE sessionary_append(")]
+    if _LOCKING not in procedure:
+        raise SystemExit("the store's procedure changed: this probe's variant needs updating")
+    return procedure.replace(_LOCKING, _QUEUED).replace("CREATE ", "CREATE OR REPLACE ", 1)
 
 
 def _schema(variant: str) -> tuple[str, str]:
@@ -75,7 +66,7 @@ def _schema(variant: str) -> tuple[str, str]:
     if variant == "B":
         with psycopg.connect(SERVER, autocommit=True) as admin:
             admin.execute(f'SET search_path = "{schema}"')
-            admin.execute(ADVISORY)
+            admin.execute(_advisory())
     return schema, url
 
 

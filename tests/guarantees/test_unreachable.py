@@ -315,23 +315,34 @@ def frozen_later(request: pytest.FixtureRequest) -> Iterator[Callable[[str], tup
 STOPPING = ["mysql", "redis", pytest.param("postgres", id="postgres")]
 
 
+def _answered(url: str) -> tuple[SessionManager, Any]:
+    """A sync store at `url`, and a session of it with one message, answered."""
+    manager = SessionManager(url)
+    chat = manager.create()
+    chat.append(Message.user("answered"))
+    return manager, chat
+
+
+def _answered_async(url: str) -> tuple[AsyncSessionManager, Any]:
+    """`_answered` for an async store, opened on an event loop of its own."""
+
+    async def open_async() -> tuple[AsyncSessionManager, Any]:
+        manager = AsyncSessionManager(url)
+        session = await manager.create()
+        await session.append(Message.user("answered"))
+        return manager, session
+
+    return asyncio.run(open_async())
+
+
 @pytest.mark.parametrize("scheme", STOPPING)
 def test_a_server_that_stops_answering_mid_session(
     frozen_later: Callable[[str], tuple[str, Proxy]], scheme: str
 ) -> None:
     url, proxy = frozen_later(scheme)
-    manager = SessionManager(url)
-    chat = manager.create()
-    chat.append(Message.user("answered"))
-
-    async def open_async() -> tuple[Any, Any, Any]:
-        amanager, bmanager = AsyncSessionManager(url), AsyncSessionManager(url)
-        await (await amanager.create()).append(Message.user("answered"))
-        bsession = await bmanager.create()
-        await bsession.append(Message.user("answered"))
-        return amanager, bmanager, bsession
-
-    amanager, bmanager, bsession = asyncio.run(open_async())
+    manager, chat = _answered(url)
+    amanager, _ = _answered_async(url)
+    bmanager, bsession = _answered_async(url)
     proxy.freeze()
     _fails_fast(lambda: chat.append(Message.user("unanswered")))
     _fails_fast(lambda: asyncio.run(amanager.create()))
@@ -353,17 +364,8 @@ def test_every_later_call_to_a_silent_server_fails_fast(
     # 2026-11-28: aiomysql's pool made connections with no bound on the handshake, and
     # psycopg's pool kept retrying in the background while every caller waited.)
     url, proxy = frozen_later(scheme)
-    manager = SessionManager(url)
-    chat = manager.create()
-    chat.append(Message.user("answered"))
-
-    async def open_async() -> tuple[Any, Any]:
-        amanager = AsyncSessionManager(url)
-        asession = await amanager.create()
-        await asession.append(Message.user("answered"))
-        return amanager, asession
-
-    amanager, asession = asyncio.run(open_async())
+    manager, chat = _answered(url)
+    amanager, asession = _answered_async(url)
     proxy.freeze()
     more = [Message.user("un"), Message.user("answered")]
     for attempt in (

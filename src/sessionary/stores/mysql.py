@@ -145,7 +145,6 @@ def connect_options(
     *,
     unix_socket: str | None = None,
     tls: ssl.SSLContext | None = None,
-    tls_off: bool = False,
 ) -> dict[str, Any]:
     """The keyword arguments of a connection to the server a `mysql://` URL names.
 
@@ -156,8 +155,8 @@ def connect_options(
             PyMySQL, which deprecates `db`).
         unix_socket: The server's socket file, to connect through instead of TCP.
         tls: The TLS the connection must use (see `tls_context`); None: the driver's
-            own choice (PyMySQL tries TLS, unverified, where the server offers it).
-        tls_off: No TLS at all (`ssl_mode=disabled`; PyMySQL's `ssl_disabled`).
+            own choice (PyMySQL tries TLS, unverified, where the server offers it, unless
+            its driver adds `ssl_disabled`).
     """
     parts = urlsplit(url)
     options: dict[str, Any] = {
@@ -178,8 +177,6 @@ def connect_options(
         options["unix_socket"] = unix_socket
     if tls is not None:
         options["ssl"] = tls
-    elif tls_off and database == "database":  # PyMySQL's; aiomysql tries no TLS unasked
-        options["ssl_disabled"] = True
     return options
 
 
@@ -922,9 +919,7 @@ class AsyncMySQLDriver:
     ) -> None:
         self._where = redact(url)
         tls = tls_context(ssl_mode, ssl_ca, ssl_cert, ssl_key, self._where)
-        self._options = connect_options(
-            url, connect_timeout, unix_socket=unix_socket, tls=tls, tls_off=ssl_mode == "disabled"
-        )
+        self._options = connect_options(url, connect_timeout, unix_socket=unix_socket, tls=tls)
         self._size = max(1, pool_size)
         self._timeout = timeout
         self._pool = _AsyncPool(self._options, self._size, self._where)
@@ -1278,13 +1273,10 @@ class MySQLDriver:
         self._where = redact(url)
         tls = tls_context(ssl_mode, ssl_ca, ssl_cert, ssl_key, self._where)
         self._options = connect_options(
-            url,
-            connect_timeout,
-            "database",
-            unix_socket=unix_socket,
-            tls=tls,
-            tls_off=ssl_mode == "disabled",
+            url, connect_timeout, "database", unix_socket=unix_socket, tls=tls
         )
+        if ssl_mode == "disabled":  # aiomysql tries no TLS unasked; PyMySQL must be told
+            self._options["ssl_disabled"] = True
         self._timeout = timeout
         self._pool = _Pool(self._options, max(1, pool_size), timeout + GRACE, self._where)
         self._lock = threading.Lock()

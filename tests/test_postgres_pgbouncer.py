@@ -167,6 +167,25 @@ async def test_an_async_store_works_through_pgbouncer(pooled_url: str) -> None:
         assert [m.parent_id for m in history[1:]] == [m.id for m in history[:-1]]
 
 
+async def test_cancelled_appends_through_pgbouncer_leave_one_chain(pooled_url: str) -> None:
+    # Callers that give up mid-append (cancelled at random loop turns): every append is
+    # whole or absent, the session stays one chain, and the store goes on working.
+    async with sessionary.AsyncSessionManager(pooled_url) as manager:
+        chat = await manager.create()
+        for n in range(20):
+            task = asyncio.ensure_future(chat.append(Message.user(f"maybe {n}")))
+            for _ in range(n % 5):
+                await asyncio.sleep(0)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await chat.append(Message.user("after"))
+        history = await chat.history()
+        assert history[-1].text == "after"
+        assert [m.parent_id for m in history[1:]] == [m.id for m in history[:-1]]
+        assert len({m.id for m in history}) == len(history)
+
+
 def test_transaction_mode_leaves_no_setting_on_the_servers_connections(
     server: tuple[str, str],
 ) -> None:

@@ -4,8 +4,9 @@ The test server speaks no TLS, so these tests start a MariaDB of their own that 
 (Debian's `mariadbd`, in a scratch data directory, on a free port, with a certificate
 made for 127.0.0.1), and check each mode against it: that the connection is encrypted,
 that a certificate from another root is refused, that `verify_identity` checks the host
-name where `verify_ca` does not; and, against the test server, that asking for TLS from
-a server without it fails instead of going on in the clear.
+name where `verify_ca` does not; that with `preferred`, or no mode, both stores encrypt
+where the server offers TLS; and, against the test server, that asking for TLS from a
+server without it fails instead of going on in the clear.
 """
 
 from __future__ import annotations
@@ -93,27 +94,31 @@ def _wait_for(port: int, process: subprocess.Popen[bytes], home: Path) -> Any:
 
 
 def _cipher(manager: Any) -> str:
-    """The TLS cipher of the store's pooled connection ('' in the clear)."""
-    store = manager.store
-    rows, _ = store._driver.run_alone("SHOW SESSION STATUS LIKE 'Ssl_cipher'", ())
+    """The TLS cipher of the sync store's pooled connection ('' in the clear)."""
+    rows, _ = manager.store._driver.run_alone("SHOW SESSION STATUS LIKE 'Ssl_cipher'", ())
+    return str(rows[0][1])
+
+
+async def _async_cipher(manager: Any) -> str:
+    """The TLS cipher of the async store's pooled connection ('' in the clear)."""
+    home = manager.store._home  # the store's connections live on its own loop
+    asked = home.resident._driver.run_alone("SHOW SESSION STATUS LIKE 'Ssl_cipher'", ())
+    rows, _ = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(asked, home._loop))
     return str(rows[0][1])
 
 
 def _both(url: str) -> str:
-    """Open a store at `url`, sync and async, and append; return the sync one's cipher.
-
-    (The async store's connections are held to the same TLS by `_insist_on_tls`, which
-    `test_tls_asked_of_a_server_without_it_is_refused` shows.)
-    """
+    """Open a store at `url`, sync and async, and append; return the cipher both use."""
     with sessionary.SessionManager(url) as manager:
         manager.create().append(Message.user("over the wire"))
         cipher = _cipher(manager)
 
-    async def run() -> None:
+    async def run() -> str:
         async with sessionary.AsyncSessionManager(url) as manager:
             await (await manager.create()).append(Message.user("over the wire"))
+            return await _async_cipher(manager)
 
-    asyncio.run(run())
+    assert asyncio.run(run()) == cipher
     return cipher
 
 
@@ -139,6 +144,19 @@ def test_verified_tls(tls_server: tuple[int, Path]) -> None:
     assert _both(f"{base}?ssl_mode=required")  # encrypted, no certificate checked
     assert _both(f"{base}?ssl_ca={home / 'cert.pem'}")  # a root alone: verify_ca
     assert _both(f"{base}?ssl_mode=disabled") == ""  # in the clear, as asked
+
+
+def test_tls_where_the_server_offers_it(tls_server: tuple[int, Path], mysql_url: str) -> None:
+    # `preferred`, and no mode at all (MySQL's client's default): encrypted where the
+    # server offers TLS, sync and async alike; in the clear where it does not.
+    port, home = tls_server
+    base = f"mysql://root@127.0.0.1:{port}/test"
+    assert _both(base)
+    assert _both(f"{base}?ssl_mode=preferred")
+    assert _both(f"{base}?pool_size=1&ssl_mode=preferred")
+    assert _both(f"mysql://root@localhost/test?unix_socket={home / 'sock'}")  # as PyMySQL does
+    assert _both(mysql_url) == ""
+    assert _both(f"{mysql_url}?ssl_mode=preferred") == ""
 
 
 def test_a_certificate_from_another_root_is_refused(

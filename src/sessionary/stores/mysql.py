@@ -80,6 +80,7 @@ __all__ = [
     "MySQLDriver",
     "connect_error",
     "connect_options",
+    "opportunistic_tls",
     "session_setup",
     "store_error",
     "tls_context",
@@ -154,9 +155,9 @@ def connect_options(
         database: The name of the database argument (`db` for aiomysql, `database` for
             PyMySQL, which deprecates `db`).
         unix_socket: The server's socket file, to connect through instead of TCP.
-        tls: The TLS the connection must use (see `tls_context`); None: the driver's
-            own choice (PyMySQL tries TLS, unverified, where the server offers it, unless
-            its driver adds `ssl_disabled`).
+        tls: The TLS the connection uses (see `tls_context`, `opportunistic_tls`);
+            None: the driver's own choice (PyMySQL tries TLS, unverified, where the
+            server offers it, unless its driver adds `ssl_disabled`; aiomysql none).
     """
     parts = urlsplit(url)
     options: dict[str, Any] = {
@@ -187,13 +188,14 @@ def tls_context(
     key: str | None = None,
     where: str = "mysql",
 ) -> ssl.SSLContext | None:
-    """The TLS a URL's `ssl_mode`, `ssl_ca`, `ssl_cert` and `ssl_key` ask for; None if none.
+    """The TLS a URL's `ssl_mode`, `ssl_ca`, `ssl_cert` and `ssl_key` insist on; else None.
 
     `required` encrypts without checking the server's certificate (unless `ca` is
     given: then as `verify_ca`); `verify_ca` checks it against `ca` (else the system's
     roots); `verify_identity` also checks that it names the host. No mode with `ca`
     given is `verify_ca`; with only a client certificate, `required`. A connection that
-    asked for TLS and did not get it fails (`_insist_on_tls`).
+    asked for TLS and did not get it fails (`_insist_on_tls`). None: `disabled`, or TLS
+    where the server offers it (`preferred`, and no mode: see `opportunistic_tls`).
 
     Raises:
         InvalidURL: If a file cannot be read or is not what it should be.
@@ -214,12 +216,33 @@ def tls_context(
     return context
 
 
+_OPPORTUNISTIC_TLS: list[ssl.SSLContext] = []
+"""`opportunistic_tls`'s context, once built (two threads may each build one at first;
+either serves)."""
+
+
+def opportunistic_tls() -> ssl.SSLContext:
+    """The TLS of `ssl_mode=preferred`, and of no mode: encrypted where the server offers it.
+
+    As MySQL's own client does by default, and PyMySQL given no TLS options: the server's
+    certificate is not checked, and a server that offers no TLS is spoken to in the
+    clear. One context serves every connection, sync and async (it holds no connection's
+    state); it loads no certificates, which this mode never checks against.
+    """
+    if not _OPPORTUNISTIC_TLS:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        _OPPORTUNISTIC_TLS.append(context)
+    return _OPPORTUNISTIC_TLS[0]
+
+
 def _insist_on_tls(conn: Any, options: dict[str, Any], where: str) -> None:
     """Close a connection that asked for TLS and got none; raise `StoreUnavailable`.
 
     aiomysql goes on in the clear, asking nothing, when the server offers no TLS.
     """
-    if options.get("ssl") is None:
+    if options.get("ssl") in (None, opportunistic_tls()):
         return
     writer = getattr(conn, "_writer", None)
     if writer is not None:
@@ -919,6 +942,8 @@ class AsyncMySQLDriver:
     ) -> None:
         self._where = redact(url)
         tls = tls_context(ssl_mode, ssl_ca, ssl_cert, ssl_key, self._where)
+        if tls is None and ssl_mode != "disabled":  # aiomysql tries no TLS unasked
+            tls = opportunistic_tls()
         self._options = connect_options(url, connect_timeout, unix_socket=unix_socket, tls=tls)
         self._size = max(1, pool_size)
         self._timeout = timeout
@@ -1089,27 +1114,19 @@ class _Transaction:
 
 
 class _Connection(pymysql.connections.Connection):  # type: ignore[misc]
-    """PyMySQL's connection, its connections sharing one context for opportunistic TLS.
+    """PyMySQL's connection, its opportunistic TLS that of `opportunistic_tls`.
 
     PyMySQL (1.1.2 and later), given no TLS options, tries TLS wherever the server offers
     it, without verifying the server's certificate, and builds that mode's context anew
     for every connection: `ssl.create_default_context()` loads the system's certificates
     (which that mode never checks against), about 30 ms of CPU, as much as a hundred
-    appends. The context holds no connection's state, so one serves them all; a
-    connection given TLS options gets its own, as before.
+    appends. A connection given TLS options gets its own, as before.
     """
 
     def _create_ssl_ctx(self, sslp: Any) -> Any:
         if sslp:
             return super()._create_ssl_ctx(sslp)
-        if not _OPPORTUNISTIC_TLS:
-            _OPPORTUNISTIC_TLS.append(super()._create_ssl_ctx(sslp))
-        return _OPPORTUNISTIC_TLS[0]
-
-
-_OPPORTUNISTIC_TLS: list[Any] = []
-"""The context of `_Connection`'s opportunistic TLS, once built (two threads may each
-build one at first; either serves)."""
+        return opportunistic_tls()
 
 
 def _connect(
@@ -1275,7 +1292,7 @@ class MySQLDriver:
         self._options = connect_options(
             url, connect_timeout, "database", unix_socket=unix_socket, tls=tls
         )
-        if ssl_mode == "disabled":  # aiomysql tries no TLS unasked; PyMySQL must be told
+        if ssl_mode == "disabled":  # else PyMySQL tries TLS (see `opportunistic_tls`)
             self._options["ssl_disabled"] = True
         self._timeout = timeout
         self._pool = _Pool(self._options, max(1, pool_size), timeout + GRACE, self._where)

@@ -304,13 +304,25 @@ class AsyncSession(AsyncContextMixin):
         await context.refresh_if_frozen()
         return count
 
-    async def checkout(self, message_id: str | None) -> None:
+    async def checkout(self, message_id: str | None, *, expected_head: Expected = ANY) -> None:
         """Move the head to `message_id`, for every process using this session.
+
+        Args:
+            message_id: The new head; None for none (the next append starts a new root).
+            expected_head: If given, the id the head must still have (None: empty), or
+                `HeadConflict` is raised and the head stays: a compare-and-set, so that
+                a writer stepping back never hides what another appended meanwhile.
 
         Raises:
             MessageNotFound: If no message with that id is in this session.
+            HeadConflict: If `expected_head` no longer holds.
         """
-        await self._store.set_head(self._scope, self._id, _optional_id(message_id, "message id"))
+        target = _optional_id(message_id, "message id")
+        expected = check_expected_head(expected_head)
+        if expected is ANY:  # (a store of an earlier release takes no expected head)
+            await self._store.set_head(self._scope, self._id, target)
+        else:
+            await self._store.set_head(self._scope, self._id, target, expected)
 
     # ------------------------------------------------------------------ reads
 

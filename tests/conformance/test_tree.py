@@ -302,6 +302,32 @@ def test_checkout_of_an_unknown_message_changes_nothing(
     assert snapshot(chat.id) == before
 
 
+def test_checkout_with_an_expected_head_is_a_compare_and_set(
+    manager: sessionary.SessionManager, snapshot: Snapshot
+) -> None:
+    chat = manager.create()
+    with pytest.raises(HeadConflict):
+        chat.checkout(None, expected_head="not-the-head")
+    chat.checkout(None, expected_head=None)  # an empty session's head is None
+    a, b = chat.append_all([Message.user("a"), Message.assistant("b")])
+    chat.checkout(a.id, expected_head=b.id)
+    assert chat.head() == a
+    before = snapshot(chat.id)
+    for stale in (b.id, None, "gone"):
+        with pytest.raises(HeadConflict):
+            chat.checkout(b.id, expected_head=stale)
+    # the conflict is checked before the target, and neither changes anything
+    with pytest.raises(HeadConflict):
+        chat.checkout("no-such-message", expected_head=b.id)
+    with pytest.raises(MessageNotFound):
+        chat.checkout("no-such-message", expected_head=a.id)
+    assert snapshot(chat.id) == before
+    chat.checkout(None, expected_head=a.id)
+    assert chat.head() is None
+    with pytest.raises(sessionary.InvalidId):
+        chat.checkout(a.id, expected_head="bad id!")
+
+
 def test_checkout_is_persisted_for_every_handle(
     manager: sessionary.SessionManager, open_scope: OpenScope
 ) -> None:

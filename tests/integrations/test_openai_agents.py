@@ -31,7 +31,9 @@ The model is the SDK's own `agents.testing.ScriptedModel`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import importlib
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +54,7 @@ from agents.memory.session import Session as AgentsSession
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
 import sessionary
+from sessionary import Message
 from sessionary.integrations.openai_agents import SessionarySession
 
 # ---------------------------------------------------------------- running an agent
@@ -294,6 +297,7 @@ async def test_session_get_items_with_limit(session: SessionarySession) -> None:
     ]
     assert len(await session.get_items(limit=10)) == 6
     assert len(await session.get_items(limit=0)) == 0
+    assert len(await session.get_items(limit=-1)) == 6  # as `SQLiteSession`: every item
 
 
 @pytest.mark.parametrize("runner_method", RUNNER_METHODS)
@@ -388,6 +392,44 @@ async def test_session_concurrent_access(session: SessionarySession) -> None:
 
     await asyncio.gather(*(add(i) for i in range(10)))
     assert set(contents(await session.get_items())) == {f"Message {i}" for i in range(10)}
+
+
+async def test_pops_racing_adds_lose_nothing_and_return_nothing_twice(
+    amanager: sessionary.AsyncSessionManager,
+) -> None:
+    # Two adders and two poppers on one session, through instances of their own; the
+    # session starts with a branch below its second item, so that pops dig into it and
+    # step the head back (a hidden branch stays) as well as delete leaves.
+    first = SessionarySession("raced", amanager)
+    await first.add_items([{"role": "user", "content": "p0"}, {"role": "user", "content": "p1"}])
+    hidden = await first.session.append(Message.user("hidden"))
+    await first.session.checkout(hidden.parent_id)
+    await first.add_items([{"role": "user", "content": "p2"}])
+    added = {"p0", "p1", "p2"}
+
+    async def adder(name: str) -> None:
+        session = SessionarySession("raced", amanager)
+        for i in range(15):
+            added.add(f"{name}{i}")
+            await session.add_items([{"role": "user", "content": f"{name}{i}"}])
+            await asyncio.sleep(0)
+
+    async def popper() -> list[Any]:
+        session = SessionarySession("raced", amanager)
+        popped = []
+        for _ in range(18):
+            item = await session.pop_item()
+            if item is not None:
+                popped.append(item["content"])
+            await asyncio.sleep(0)
+        return popped
+
+    *_, one, two = await asyncio.gather(adder("a"), adder("b"), popper(), popper())
+    left = contents(await first.get_items())
+    seen = collections.Counter([*one, *two, *left])
+    assert set(seen) == added
+    assert max(seen.values()) == 1
+    assert await first.session.get_message(hidden.id) is not None  # no branch lost
 
 
 # ---------------------------------------------------------------- settings
@@ -614,6 +656,18 @@ async def test_any_json_the_sdk_would_store_comes_back(session: SessionarySessio
     await session.add_items(odd)
     assert await session.get_items() == odd
     assert await session.pop_item() == [1, {"x": None}]
+    # As the SDK's JSON text reads back: a number key as a string, a tuple as a list.
+    await session.add_items([cast(Any, {"role": "user", "content": {1: "a", "t": (1, 2)}})])
+    assert (await session.get_items(limit=1))[0]["content"] == {"1": "a", "t": [1, 2]}
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, "\ud800"])
+async def test_a_value_no_store_keeps_is_a_type_error(
+    session: SessionarySession, value: Any
+) -> None:
+    with pytest.raises(sessionary.NotSerializable):
+        await session.add_items([cast(Any, {"role": "user", "content": [value]})])
+    assert await session.get_items() == []
 
 
 # ---------------------------------------------------------------- any loop, any thread

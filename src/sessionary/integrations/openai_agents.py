@@ -14,7 +14,9 @@ the converted parts, and returned as it was.
 
 The session's items are its history: the path from the root to the head. `pop_item`
 removes the head; if the head has children on other branches it only steps the head
-back, so no branch is lost.
+back, so no branch is lost. Either is a compare-and-set on the head, so pops racing
+adds or other pops (several processes on one session) never hide an item or return one
+twice.
 
 It behaves as the SDK's own sessions do where a user can tell: it works from any event
 loop and thread (`Runner.run_sync` in several threads at once), an item the SDK could not
@@ -33,7 +35,9 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from sessionary.errors import (
+    HeadConflict,
     InvalidMessage,
+    MessageHasChildren,
     MessageNotFound,
     NotSerializable,
     SessionNotFound,
@@ -71,18 +75,19 @@ _ITEM = "openai_agents.item"  # the name of the data part holding an item stored
 def item_to_message(item: TResponseInputItem | Mapping[str, Any]) -> Message:
     """Return the sessionary message one Responses input item is stored as.
 
-    Whatever the SDK's own sessions store (any value `json.dumps` writes) is stored, and
-    comes back equal; an item that is not a Responses item sessionary can read is kept
-    whole in a data part.
+    What the SDK's own sessions store is stored, and comes back as theirs does: as its
+    JSON text reads back (a tuple as a list, a number key as a string). An item that is
+    not a Responses item sessionary can read is kept whole in a data part.
 
     Raises:
-        NotSerializable: If the item holds a value with no JSON form (also a TypeError).
+        NotSerializable: If the item holds a value with no JSON form, or none that every
+            store keeps (NaN, an infinity, an unpaired surrogate) (also a TypeError).
     """
     try:
-        json.dumps(item)
-    except (TypeError, ValueError) as exc:  # ValueError: a circular reference
+        data: Any = json.loads(json.dumps(item, allow_nan=False))
+        json.dumps(data, ensure_ascii=False).encode()
+    except (TypeError, ValueError) as exc:  # ValueError: a cycle, NaN; UnicodeError too
         raise NotSerializable(f"the item cannot be stored as JSON: {exc}") from None
-    data: Any = dict(item) if isinstance(item, Mapping) else item
     converted = _converted(data)
     if converted is None:
         return Message(role="user", parts=[DataPart(data, name=_ITEM)])
@@ -167,7 +172,9 @@ class SessionarySession(SessionABC):
         """
         self._life.check_open()
         limit = resolve_session_limit(limit, self.session_settings)
-        if limit is not None and limit <= 0:
+        if limit is not None and limit < 0:
+            limit = None  # every item, as `SQLiteSession` gives for a negative limit
+        if limit == 0:
             return []
         try:
             history = await self.session.history(limit=limit)
@@ -205,14 +212,16 @@ class SessionarySession(SessionABC):
                 if head is None:
                     return None
                 if await session.branches(head.id):
-                    await session.checkout(head.parent_id)
-                    return message_to_item(head)
-                if head.id in await session.delete(head.id):
-                    return message_to_item(head)
+                    # Step back, only while the head is still this one.
+                    await session.checkout(head.parent_id, expected_head=head.id)
+                else:
+                    # This message alone: refused if anything was appended below it since.
+                    await session.delete_messages([head.id])
+                return message_to_item(head)
             except SessionNotFound:
                 return None
-            except MessageNotFound:
-                continue  # another writer popped it first: pop the new head
+            except (MessageNotFound, MessageHasChildren, HeadConflict):
+                continue  # another writer popped or appended first: pop the new head
 
     async def clear_session(self) -> None:
         """Delete every item of the session (on every branch).

@@ -14,6 +14,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from sessionary.errors import (
+    HeadConflict,
     InvalidDocument,
     InvalidInput,
     InvalidMessage,
@@ -36,6 +37,8 @@ from sessionary.model import (
 )
 from sessionary.records import (
     Document,
+    Expected,
+    Head,
     Scope,
     SessionInfo,
     SessionUpdate,
@@ -59,6 +62,7 @@ __all__ = [
     "check_document_ref",
     "check_document_version",
     "check_expected_version",
+    "check_head",
     "check_namespace",
     "check_restored_versions",
     "check_cost",
@@ -462,6 +466,12 @@ def check_document_key(key: object) -> str:
         )
     check_text(key, "a document key", InvalidDocument)
     return key
+
+
+def check_head(session_id: str, head: str | None, expected: Expected) -> None:
+    """Raise `HeadConflict` unless `expected` is `ANY` or the session's head `head`."""
+    if expected is not Head.ANY and expected != head:
+        raise HeadConflict(f"session {session_id!r} head is {head!r}, not {expected!r}")
 
 
 def check_expected_version(expected: object) -> int | None:

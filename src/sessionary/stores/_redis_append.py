@@ -41,7 +41,7 @@ from sessionary.stores._common import Prepared
 from sessionary.stores._redis_layout import ScopeKeys
 from sessionary.stores._redis_lua import EXPIRY, LIB
 
-__all__ = ["AppendRoute", "Appends", "append_args"]
+__all__ = ["AppendRoute", "Appends", "append_args", "expected_arg"]
 
 _ROUTES = 1024  # sessions whose keys and last reply a store remembers
 
@@ -269,7 +269,7 @@ def append_args(
 ) -> list[str]:
     """The append script's arguments (see the module's docstring)."""
     roles = " ".join([item.message.role for item in prepared])
-    args = [f"{now} {session_id} {_parent_arg(parent)} {_expected_arg(expected)} {roles}"]
+    args = [f"{now} {session_id} {_parent_arg(parent)} {expected_arg(expected)} {roles}"]
     args += [f"{item.message.id} {item.created_us} {item.body}" for item in prepared]
     return args
 
@@ -284,7 +284,8 @@ def _parent_arg(parent: Parent) -> str:
     return "I" + parent
 
 
-def _expected_arg(expected: Expected) -> str:
+def expected_arg(expected: Expected) -> str:
+    """An expected head as the scripts take it: `*` any, `N` none, `I` + id."""
     if expected is Head.ANY:
         return "*"
     return "N" if expected is None else "I" + str(expected)

@@ -521,8 +521,13 @@ return out
 """
 
 _SET_HEAD = r"""
--- ARGV: now, ttl, session id, message id ('' for none)
+-- ARGV: now, ttl, session id, message id ('' for none), and the head expected: '*' (or
+-- absent) any, 'N' none, 'I' .. id
 if not load_meta() then return 'nosession' end
+local expected = ARGV[5] or '*'
+if expected ~= '*' and expected ~= (M.headid == '' and 'N' or 'I' .. M.headid) then
+  return 'head ' .. M.headid
+end
 if ARGV[4] == '' then
   M.head, M.headid = -1, ''
 else

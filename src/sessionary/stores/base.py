@@ -58,6 +58,7 @@ from typing import Any, Protocol
 from sessionary.model import Message
 from sessionary.query import Query
 from sessionary.records import (
+    ANY,
     Document,
     DocumentHit,
     Expected,
@@ -170,8 +171,15 @@ class AsyncStore(Protocol):
         """Return the number of messages from the root to `leaf` (None: the head)."""
         ...
 
-    async def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
-        """Make `message_id` the session's head."""
+    async def set_head(
+        self, scope: Scope, session_id: str, message_id: str | None, expected_head: Expected = ANY
+    ) -> None:
+        """Make `message_id` the session's head.
+
+        With `expected_head` (an id, or None for a session with no head), only while
+        the head is still that, checked as the head moves: else raise `HeadConflict`
+        and move nothing. A store that predates the argument is called without it.
+        """
         ...
 
     async def page_messages(

@@ -51,6 +51,7 @@ from sessionary.model import (
 )
 from sessionary.query import Query
 from sessionary.records import (
+    ANY,
     Document,
     DocumentHit,
     Expected,
@@ -631,9 +632,11 @@ class AsyncEncryptedStore:
         """Return the length of a path."""
         return await self.inner.get_path_length(scope, session_id, leaf)
 
-    async def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
-        """Move a session's head."""
-        await self.inner.set_head(scope, session_id, message_id)
+    async def set_head(
+        self, scope: Scope, session_id: str, message_id: str | None, expected_head: Expected = ANY
+    ) -> None:
+        """Move a session's head (if it is still `expected_head`)."""
+        await self.inner.set_head(scope, session_id, message_id, expected_head)
 
     async def search(
         self,

@@ -18,7 +18,6 @@ from typing import Any
 
 from sessionary.errors import (
     AlreadyExists,
-    HeadConflict,
     InvalidInput,
     MessageNotFound,
     SessionNotFound,
@@ -26,10 +25,10 @@ from sessionary.errors import (
 from sessionary.model import Message, decode_body, to_micros
 from sessionary.query import Query
 from sessionary.records import (
+    ANY,
     HEAD,
     Document,
     Expected,
-    Head,
     Page,
     Parent,
     Scope,
@@ -48,6 +47,7 @@ from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
     check_delete,
+    check_head,
     check_label,
     check_limit,
     check_restore,
@@ -262,10 +262,8 @@ class MemoryEngine(MemoryDocuments):
         with self._lock:
             sess = self._session(scope, session_id)
             retry = all(item.message.id in sess.nodes for item in prepared)
-            if expected_head is not Head.ANY and expected_head != sess.head and not retry:
-                raise HeadConflict(
-                    f"session {session_id!r} head is {sess.head!r}, not {expected_head!r}"
-                )
+            if not retry:
+                check_head(session_id, sess.head, expected_head)
             at = self._resolve_parent(sess, parent)
             nodes = self._insert_chain(sess, prepared, at)
             if any(inserted for _, inserted in nodes):
@@ -430,9 +428,12 @@ class MemoryEngine(MemoryDocuments):
             current = self._leaf(sess, leaf)
             return 0 if current is None else sess.nodes[current].depth + 1
 
-    def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
+    def set_head(
+        self, scope: Scope, session_id: str, message_id: str | None, expected_head: Expected = ANY
+    ) -> None:
         with self._lock:
             sess = self._session(scope, session_id)
+            check_head(session_id, sess.head, expected_head)
             if message_id is not None and message_id not in sess.nodes:
                 raise MessageNotFound(f"no message {message_id!r} in session {session_id!r}")
             sess.head = message_id

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from sessionary.errors import (
-    HeadConflict,
     InvalidInput,
     MessageNotFound,
     SessionNotFound,
@@ -41,6 +40,7 @@ from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
     check_delete,
+    check_head,
     check_limit,
     encode_imported_state,
     gc_paused,
@@ -219,12 +219,8 @@ class SQLiteEngine(SQLiteDocuments):
     ) -> list[Message]:
         row = self._state(db, scope, session_id)
         pk = row[0]
-        if (
-            expected_head is not ANY
-            and expected_head != row[3]
-            and not self._all_stored(db, pk, prepared)
-        ):
-            raise HeadConflict(f"session {session_id!r} head is {row[3]!r}, not {expected_head!r}")
+        if expected_head is not ANY and not self._all_stored(db, pk, prepared):
+            check_head(session_id, row[3], expected_head)
         head = (row[1], row[2], row[3])
         at = head if parent is HEAD else self._resolve_parent(db, pk, parent)
         now = self._now_us()
@@ -420,9 +416,12 @@ class SQLiteEngine(SQLiteDocuments):
             lower_watermark(db)
             return int(count)
 
-    def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
+    def set_head(
+        self, scope: Scope, session_id: str, message_id: str | None, expected_head: Expected = ANY
+    ) -> None:
         with self._write() as db:
             state = self._state(db, scope, session_id)
+            check_head(session_id, state[3], expected_head)
             head: Sequence[Any] = (None, -1, None)
             if message_id is not None:
                 row = db.execute(

@@ -54,6 +54,7 @@ from sessionary.model import (
 )
 from sessionary.query import Query
 from sessionary.records import (
+    ANY,
     Document,
     DocumentHit,
     Expected,
@@ -629,9 +630,11 @@ class EncryptedStore:
         """Return the length of a path."""
         return self.inner.get_path_length(scope, session_id, leaf)
 
-    def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
-        """Move a session's head."""
-        self.inner.set_head(scope, session_id, message_id)
+    def set_head(
+        self, scope: Scope, session_id: str, message_id: str | None, expected_head: Expected = ANY
+    ) -> None:
+        """Move a session's head (if it is still `expected_head`)."""
+        self.inner.set_head(scope, session_id, message_id, expected_head)
 
     def search(
         self,

@@ -53,6 +53,7 @@ from sessionary.kv.keys import check_key
 from sessionary.model import Message, to_micros
 from sessionary.query import Query
 from sessionary.records import (
+    ANY,
     HEAD,
     Document,
     Expected,
@@ -73,6 +74,7 @@ from sessionary.retention import Clock, clock_us, is_expired, system_clock
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     check_document_ref,
+    check_head,
     check_label,
     check_limit,
     check_restore,
@@ -89,7 +91,7 @@ from sessionary.stores._common import (
     scopes_from_rows,
     state_owner,
 )
-from sessionary.stores._redis_append import Appends, append_args
+from sessionary.stores._redis_append import Appends, append_args, expected_arg
 from sessionary.stores._redis_conn import RedisConnection, mapped_errors
 from sessionary.stores._redis_layout import (
     META_FIELDS,
@@ -453,9 +455,15 @@ class RedisStore(RedisDocuments, RedisGovernance):
         _check_status(result[0], session_id, leaf)
         return int(result[1])
 
-    def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
+    def set_head(
+        self, scope: Scope, session_id: str, message_id: str | None, expected_head: Expected = ANY
+    ) -> None:
         keys = self._keys(scope).session(session_id)
-        status = self._session_script("set_head", keys, message_id or "")
+        status = self._session_script(
+            "set_head", keys, message_id or "", expected_arg(expected_head)
+        )
+        if status.startswith("head "):
+            check_head(session_id, status[5:] or None, expected_head)
         _check_status(status, session_id, message_id)
 
     def page_messages(

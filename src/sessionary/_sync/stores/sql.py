@@ -55,6 +55,7 @@ from sessionary.errors import (
 from sessionary.model import Message, to_micros
 from sessionary.query import Query
 from sessionary.records import (
+    ANY,
     Document,
     Expected,
     Head,
@@ -75,6 +76,7 @@ from sessionary.stores._common import (
     Prepared,
     check_delete,
     check_document_ref,
+    check_head,
     check_label,
     check_limit,
     check_session_fields,
@@ -663,9 +665,12 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
             )
             return count
 
-    def set_head(self, scope: Scope, session_id: str, message_id: str | None) -> None:
+    def set_head(
+        self, scope: Scope, session_id: str, message_id: str | None, expected_head: Expected = ANY
+    ) -> None:
         with self._begin() as tx:
-            pk = (self._lock(tx, scope, session_id))[0]
+            pk, head_id, _ = self._lock(tx, scope, session_id)
+            check_head(session_id, head_id, expected_head)
             depth = -1
             if message_id is not None:
                 row = tx.fetchone(

@@ -105,12 +105,39 @@ def test_a_write_to_an_expired_session_is_refused(
     timed: sessionary.SessionManager, clock: FakeClock
 ) -> None:
     _fill(timed, "chat", ttl=10)
+    chat = timed.session("chat")
+    first = chat.append({"role": "assistant", "content": "kept"})
+    kept = [m.id for m in chat.history()]
     clock.advance(11)
-    with pytest.raises(SessionNotFound):
-        timed.append("chat", {"role": "user", "content": "too late"})
-    with pytest.raises(SessionNotFound):
-        timed.set_ttl("chat", 1000)
-    assert timed.get("chat") is None
+    later = {"role": "user", "content": "too late", "id": "late"}
+    edited = {"role": "assistant", "content": "edited", "id": first.id}
+    writes = {
+        "append": lambda: timed.append("chat", later),
+        "append_all": lambda: chat.append_all([later]),
+        "upsert": lambda: chat.upsert(edited),
+        "update": lambda: chat.update(edited),
+        "delete": lambda: chat.delete(first.id),
+        "delete_messages": lambda: chat.delete_messages([first.id]),
+        "checkout": lambda: chat.checkout(None),
+        "clear": chat.clear,
+        "state": lambda: chat.update_state({"k": "changed"}),
+        "compaction": lambda: chat.add_compaction("summary", kept[0], kept[-1]),
+        "set_ttl": lambda: timed.set_ttl("chat", 1000),
+        "rename": lambda: timed.rename("chat", "renamed"),
+        "end": lambda: timed.end("chat"),
+        "usage": lambda: timed.add_usage("chat", 1),
+    }
+    for name, write in writes.items():
+        with pytest.raises(SessionNotFound):
+            write()
+            pytest.fail(f"{name} wrote to an expired session")
+        assert timed.get("chat") is None, name  # nothing brought it back
+    clock.advance(-11)  # had any write landed, it would show now
+    assert [m.id for m in chat.history()] == kept
+    assert chat.get_message(first.id) == first
+    assert chat.get_state().data == {"k": "chatx"}
+    info = timed.get("chat")
+    assert info is not None and info.name is None and info.ended_at is None and info.ttl == 10
 
 
 def test_set_ttl_gives_changes_and_removes_a_ttl(

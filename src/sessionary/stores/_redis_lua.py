@@ -366,11 +366,12 @@ local function walk_up(seq, limit, out)
 end
 """
 
-_READ_LIB = (
+_LIVE_LIB = (
     LIB
     + EXPIRY
     + r"""
--- Load the meta of a session that is there and live at `now`; false: read it as missing.
+-- Load the meta of a session that is there and live at `now`; false: it is missing (a
+-- read finds nothing, a write refuses, and nothing renews an expired session's keys).
 local function live(now)
   if not load_meta() then return false end
   local life = redis.call('HMGET', META, 'row', 'updated')
@@ -394,6 +395,7 @@ _UPDATE_ROW = r"""
 local current = redis.call('HGET', META, 'row')
 if not current then return -1 end
 if current ~= ARGV[4] then return 0 end
+if expired(current, redis.call('HGET', META, 'updated'), ARGV[1]) then return -1 end
 redis.call('HSET', META, 'row', ARGV[5], 'updated', ARGV[1])
 touch(ARGV[1], ARGV[2], ARGV[3])
 return 1
@@ -523,7 +525,7 @@ return out
 _SET_HEAD = r"""
 -- ARGV: now, ttl, session id, message id ('' for none), and the head expected: '*' (or
 -- absent) any, 'N' none, 'I' .. id
-if not load_meta() then return 'nosession' end
+if not live(ARGV[1]) then return 'nosession' end
 local expected = ARGV[5] or '*'
 if expected ~= '*' and expected ~= (M.headid == '' and 'N' or 'I' .. M.headid) then
   return 'head ' .. M.headid
@@ -542,7 +544,7 @@ return 'ok'
 
 _UPDATE_MESSAGE = r"""
 -- ARGV: now, ttl, session id, message id, role, body
-if not load_meta() then return {'nosession'} end
+if not live(ARGV[1]) then return {'nosession'} end
 local seq = seq_of(ARGV[4])
 if not seq then return {'nomessage'} end
 local e = entry_at(seq)
@@ -558,7 +560,7 @@ return {'ok', s(M.first), updated}
 
 _DELETE_MESSAGE = r"""
 -- ARGV: now, ttl, session id, message id. Returns 'ok' and the deleted ids.
-if not load_meta() then return {'nosession'} end
+if not live(ARGV[1]) then return {'nosession'} end
 local root = seq_of(ARGV[4])
 if not root then return {'nomessage'} end
 local parent, _, _, pid = header(entry_at(root))
@@ -594,7 +596,7 @@ _DELETE_MESSAGES = r"""
 -- ARGV: now, ttl, session id, then distinct message ids. Deletes exactly those, or
 -- nothing: returns 'ok' and the ids, 'nomessage' and an id, or 'children', a parent
 -- among them and a child of it that is not.
-if not load_meta() then return {'nosession'} end
+if not live(ARGV[1]) then return {'nosession'} end
 local seqs, doomed = {}, {}
 for i = 4, #ARGV do
   local q = seq_of(ARGV[i])
@@ -641,7 +643,7 @@ return out
 
 _CLEAR = r"""
 -- ARGV: now, ttl, session id. Returns how many messages were deleted.
-if not load_meta() then return -1 end
+if not live(ARGV[1]) then return -1 end
 local count = M.count
 for i = 2, 7 do redis.call('DEL', KEYS[i]) end
 M.head, M.headid, M.count, M.since = -1, '', 0, 0
@@ -798,18 +800,18 @@ return out
 
 SCRIPTS: dict[str, str] = {
     "create": LIB + _CREATE,
-    "update_row": LIB + _UPDATE_ROW,
+    "update_row": _LIVE_LIB + _UPDATE_ROW,
     "delete_session": LIB + _DELETE_SESSION,
     "roll_up": LIB + _ROLL_UP,
-    "read_path": _READ_LIB + _READ_PATH,
-    "read_path_document": _READ_LIB + _READ_PATH_DOCUMENT,
-    "read": _READ_LIB + _READ,
-    "page": _READ_LIB + _PAGE,
-    "set_head": LIB + _SET_HEAD,
-    "update_message": LIB + _UPDATE_MESSAGE,
-    "delete_message": LIB + _DELETE_MESSAGE,
-    "delete_messages": LIB + _DELETE_MESSAGES,
-    "clear": LIB + _CLEAR,
+    "read_path": _LIVE_LIB + _READ_PATH,
+    "read_path_document": _LIVE_LIB + _READ_PATH_DOCUMENT,
+    "read": _LIVE_LIB + _READ,
+    "page": _LIVE_LIB + _PAGE,
+    "set_head": _LIVE_LIB + _SET_HEAD,
+    "update_message": _LIVE_LIB + _UPDATE_MESSAGE,
+    "delete_message": _LIVE_LIB + _DELETE_MESSAGE,
+    "delete_messages": _LIVE_LIB + _DELETE_MESSAGES,
+    "clear": _LIVE_LIB + _CLEAR,
     "import": LIB + _IMPORT,
     "swap": _SWAP,
     "put_document": _DOC_LIB + _PUT_DOCUMENT,

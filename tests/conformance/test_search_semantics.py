@@ -10,11 +10,13 @@ the matched words in it.
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 import sessionary
 from sessionary import Message, ToolCallPart
-from sessionary.query import parse_query
+from sessionary.query import parse_query, words
 from sessionary.stores._textmatch import fold
 from sessionary.stores.base import DOCUMENT_SEARCH, SEARCH
 
@@ -68,6 +70,13 @@ TABLE: list[tuple[str, set[str]]] = [
     ("deploy* -friday", {"deploy-failed", "deployed"}),
     ('deploy* -"was deployed"', {"deploy-failed", "deploy-friday"}),
     ("nothing", set()),
+    # Phrases and prefixes in one query (InnoDB alone missed these: see `to_boolean_mode`).
+    ("app.log deploy*", {"deploy-failed"}),
+    ('"var log" OR nothing ret*', {"deploy-failed"}),
+    ("foo-bar sna*", {"snake"}),
+    ("10:30 OR x.y.z ret*", {"deploy-failed"}),
+    ("x.y.z -deploy*", {"snake"}),
+    ('deploy* -"see var"', {"deploy-friday", "deployed"}),
 ]
 
 
@@ -89,6 +98,42 @@ def test_every_store_finds_the_same_messages(
         assert hit.snippet == " ".join(CORPUS[hit.message_id].split())  # as written
         assert hit.spans and all(0 <= a < b <= len(hit.snippet) for a, b in hit.spans)
         assert 0 < hit.rank <= 1
+
+
+def _random_query(rng: random.Random, texts: list[list[str]]) -> str:
+    """A query of up to three groups of words, phrases (runs of a text) and prefixes."""
+
+    def term() -> str:
+        text = rng.choice(texts)
+        at = rng.randrange(len(text))
+        kind = rng.random()
+        if kind < 0.35 and at + 1 < len(text):
+            return '"' + " ".join(text[at : at + rng.randint(2, 3)]) + '"'
+        if kind < 0.7:
+            return text[at][: rng.randint(1, len(text[at]))] + "*"
+        return text[at]
+
+    groups = [
+        " OR ".join(term() for _ in range(rng.randint(1, 2))) for _ in range(rng.randint(1, 3))
+    ]
+    excluded = [f"-{term()}" for _ in range(rng.randint(0, 1))]
+    return " ".join(groups + excluded)
+
+
+@pytest.mark.requires(SEARCH)
+def test_random_queries_find_what_the_reference_store_finds(
+    corpus: sessionary.SessionManager,
+) -> None:
+    reference = sessionary.SessionManager("memory://")
+    reference.create(id="corpus").append_all(
+        [Message.user(text, id=key) for key, text in CORPUS.items()]
+    )
+    texts = [[w for w in words(fold(text)) if len(w) > 1] for text in CORPUS.values()]
+    rng = random.Random(20261128)
+    for _ in range(150):
+        query = _random_query(rng, [t for t in texts if t])
+        found = {hit.message_id for hit in corpus.search(query, limit=50)}
+        assert found == {hit.message_id for hit in reference.search(query, limit=50)}, query
 
 
 @pytest.mark.requires(SEARCH)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import random
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +24,7 @@ from sessionary.compaction import (
     extract_references,
     render_transcript,
     structured_summary,
+    summary,
 )
 from sessionary.compaction.summary import check_summary
 from sessionary.errors import SummarizerError
@@ -138,6 +141,41 @@ def test_extract_references_kinds() -> None:
     assert refs["files"] == ["./a/b.py", "config.toml"]
     assert refs["commands"] == ["pytest -q"]
     assert "PROJ-12" in refs["identifiers"] and "deadbeef1" in refs["identifiers"]
+
+
+def _plain_references(text: str) -> tuple[list[str], list[str]]:
+    """Files and identifiers as the regular expressions find them on the whole text."""
+    bare = summary._URL.sub(" ", text)
+    paths = [p.rstrip(".,:;") for p in summary._PATH.findall(bare)]
+    files = list(dict.fromkeys(p for p in paths if p and summary._is_path(p)))
+    idents = [i for i in summary._IDENT.findall(bare) if not any(i in p for p in files)]
+    return files, list(dict.fromkeys(idents))
+
+
+def test_references_and_questions_are_found_as_on_the_whole_text() -> None:
+    # They are found run by run, and questions only from where a sentence can start,
+    # so that a long text is read once: the same as scanning it whole, on random texts.
+    rng = random.Random(7)
+    alphabet = "ab_XY0/.-~ ?!\n$`:"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 50)))
+        text += rng.choice(["", " src/app.py foo-bar.md ./x/y ~/a/b.txt some_name ok?"])
+        refs = extract_references(text)
+        assert (refs["files"], refs["identifiers"]) == _plain_references(text), text
+        assert summary._QUESTION.findall(text) == re.findall(r"[^.!?\n]*\?", text), text
+
+
+def test_a_long_text_without_stops_is_read_once() -> None:
+    # Each of these took time growing with the square of its length (minutes at this
+    # size): a question scanned from every position, a path from every word boundary.
+    long = "y" * 200_000 + " why?"
+    assert summary._QUESTION.findall(long) == [long]
+    dashed = "a-" * 100_000 + " see notes.md"
+    assert extract_references(dashed)["files"] == ["notes.md"]
+    many = " ".join(f"src/m{i}/f_{i}.py Name_{i}" for i in range(5000))
+    refs = extract_references(many)
+    assert len(refs["files"]) == len(refs["identifiers"]) == summary.MOST_REFERENCES
+    assert refs["files"][:2] == ["src/m0/f_0.py", "src/m1/f_1.py"]
 
 
 def test_transcript_renders_objects_as_json_and_clips() -> None:

@@ -24,6 +24,7 @@ from sessionary.model import Message, TextPart, ToolCallPart, ToolResultPart
 from sessionary.tokens import TokenCounter, default_counter, json_text
 
 __all__ = [
+    "MOST_REFERENCES",
     "SECTIONS",
     "AsyncSummarizer",
     "StructuredSummarizer",
@@ -177,7 +178,14 @@ _ERROR = re.compile(r"(?i)\b(?:error|exception|traceback|failed|failure)\b")
 _DECISION = re.compile(
     r"(?i)\b(?:decided|decision|we will|we'll|let's|chose|agreed|going with|use)\b"
 )
-_QUESTION = re.compile(r"[^.!?\n]*\?")
+_QUESTION = re.compile(r"(?<![^.!?\n])[^.!?\n]*\?")
+"""A question: a sentence ending in `?`. It starts only where a sentence can (the text's
+start or a stop), so a long text without a stop is scanned once, not from every position."""
+_RUN = re.compile(r"[\w./~-]+")
+"""A run of the characters `_PATH` matches: every match lies within one."""
+_LONGEST_RUN = 512
+"""Runs longer than this are not paths anyone reads back; `_PATH` skips them, since it may
+scan a run once from each of its word boundaries (quadratic in its length)."""
 _TODO = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:todo|next|still need|remaining)\b.*$")
 _WORD_EXT = re.compile(
     r"\.(?:py|md|txt|json|toml|yaml|yml|js|ts|tsx|sql|sh|cfg|ini|log|csv|html|css|rs|go|java|c|h|cpp|lock)$"
@@ -214,18 +222,42 @@ def _texts(message: Message) -> list[str]:
     return pieces
 
 
-def _unique(items: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(i for i in items if i))
+def _unique(items: Iterable[str], most: int | None = None) -> list[str]:
+    """The distinct non-empty items, in order; with `most`, only the first `most` of them."""
+    found: dict[str, None] = {}
+    for item in items:
+        if item and item not in found:
+            found[item] = None
+            if len(found) == most:
+                break
+    return list(found)
+
+
+MOST_REFERENCES = 1000
+"""The most references of each kind `extract_references` returns: a text naming more is a
+dump (a file listing, a log), and checking each identifier against every path would take
+time that grows with the square of their number."""
 
 
 def extract_references(text: str) -> dict[str, list[str]]:
-    """Return the file paths, URLs, commands and identifiers `text` mentions, in order."""
+    """Return the file paths, URLs, commands and identifiers `text` mentions, in order.
+
+    At most `MOST_REFERENCES` of each kind, the first ones; the time taken grows with the
+    text's length, never faster.
+    """
     # A sentence's full stop (or comma) after a URL is not part of it.
-    urls = _unique(u.rstrip(".,;:!?") for u in _URL.findall(text))
+    urls = _unique((u.rstrip(".,;:!?") for u in _URL.findall(text)), MOST_REFERENCES)
     bare = _URL.sub(" ", text)
-    paths = _unique(p.rstrip(".,:;") for p in _PATH.findall(bare) if _is_path(p.rstrip(".,:;")))
-    commands = _unique([*_COMMAND.findall(text), *_BACKTICK.findall(text)])
-    idents = _unique(i for i in _IDENT.findall(bare) if not any(i in p for p in paths))
+    found = (
+        p for run in _RUN.findall(bare) if len(run) <= _LONGEST_RUN for p in _PATH.findall(run)
+    )
+    paths = _unique(
+        (p.rstrip(".,:;") for p in found if _is_path(p.rstrip(".,:;"))), MOST_REFERENCES
+    )
+    commands = _unique([*_COMMAND.findall(text), *_BACKTICK.findall(text)], MOST_REFERENCES)
+    within = "\n".join(paths)  # an identifier inside a path is that path's, not its own
+    named = (m.group() for m in _IDENT.finditer(bare))
+    idents = _unique((i for i in named if i not in within), MOST_REFERENCES)
     return {"files": paths, "urls": urls, "commands": commands, "identifiers": idents}
 
 

@@ -30,7 +30,11 @@ from sessionary.kv import AsyncRedisDriver, AsyncSQLiteDriver, RedisDriver, SQLi
 from sessionary.stores._waits import AsyncWatch, Watch
 
 FAST = "connect_timeout=1&timeout=1"
-"""The URL options of every attempt: a second to connect, a second per answer."""
+"""The URL options of an attempt on a server that goes silent: a second to connect, a
+second per answer."""
+CONNECTING = "connect_timeout=1&timeout=60"
+"""The URL options of an attempt to connect: only `connect_timeout` may bound it (an
+attempt that waited `timeout` instead would take a minute)."""
 
 WITHIN = 9.0
 """Seconds an attempt may take: under the 10 s default `connect_timeout`, so an attempt
@@ -167,23 +171,23 @@ def _fails_fast(attempt: Callable[[], Any]) -> StoreUnavailable:
     return caught.value
 
 
-def _with_options(url: str) -> str:
-    options = "busy_timeout=1" if url.startswith("sqlite:") else FAST
+def _with_options(url: str, options: str = FAST) -> str:
+    options = "busy_timeout=1" if url.startswith("sqlite:") else options
     return f"{url}{'&' if '?' in url else '?'}{options}"
 
 
 def _sync_store(url: str) -> None:
-    with SessionManager(_with_options(url)) as manager:
+    with SessionManager(_with_options(url, CONNECTING)) as manager:
         manager.create()
 
 
 async def _async_store(url: str) -> None:
-    async with AsyncSessionManager(_with_options(url)) as manager:
+    async with AsyncSessionManager(_with_options(url, CONNECTING)) as manager:
         await manager.create()
 
 
 def _sync_kv(url: str) -> None:
-    driver = RedisDriver(url, connect_timeout=1, timeout=1)
+    driver = RedisDriver(url, connect_timeout=1, timeout=60)
     try:
         driver.put("k", "v")
     finally:
@@ -191,7 +195,7 @@ def _sync_kv(url: str) -> None:
 
 
 async def _async_kv(url: str) -> None:
-    driver = AsyncRedisDriver(url, connect_timeout=1, timeout=1)
+    driver = AsyncRedisDriver(url, connect_timeout=1, timeout=60)
     try:
         await driver.put("k", "v")
     finally:
@@ -428,8 +432,9 @@ def test_a_redis_driver_whose_server_stops_answering(
     url, proxy = frozen_later("redis")
     base, _, options = url.partition("?")
     namespace = options.split("namespace=", 1)[1].split("&", 1)[0]
-    driver = RedisDriver(base, namespace=namespace, timeout=1)
-    adriver = AsyncRedisDriver(base, namespace=namespace, timeout=1)
+    # (A reconnection's handshake waits `connect_timeout`, as every server store's does.)
+    driver = RedisDriver(base, namespace=namespace, connect_timeout=1, timeout=1)
+    adriver = AsyncRedisDriver(base, namespace=namespace, connect_timeout=1, timeout=1)
     driver.put("k", "v")
     asyncio.run(adriver.put("k", "v"))
     proxy.freeze()

@@ -18,6 +18,7 @@ server closed), never after a timeout, so a server that stops answering costs on
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -76,8 +77,39 @@ def make_client(
         socket_connect_timeout=connect_timeout,
         socket_timeout=timeout,
         retry=retry,
+        redis_connect_func=_bounded_handshake(module, connect_timeout, asynchronous),
         **extra,
     )
+
+
+def _bounded_handshake(module: Any, seconds: float, asynchronous: bool) -> Any:
+    """A new connection's first exchange (`CLIENT SETINFO`, `AUTH`, ...), within `seconds`.
+
+    redis-py bounds only the TCP connect by `socket_connect_timeout`; what it then sends
+    on the new socket waits `socket_timeout`, the request bound: a server that accepts
+    and never answers held a store's first call for `timeout` (60 s by default), not
+    `connect_timeout` as every other server store does. Given to redis-py as the
+    connection's `redis_connect_func`, which it calls in place of its own handshake.
+    """
+    late = module.exceptions.TimeoutError
+
+    def handshake(conn: Any) -> None:
+        sock = conn._sock
+        sock.settimeout(seconds)
+        try:
+            conn.on_connect_check_health(check_health=True)
+        except late:
+            raise late("Timeout connecting to server") from None
+        sock.settimeout(conn.socket_timeout)
+
+    async def async_handshake(conn: Any) -> None:
+        try:
+            async with asyncio.timeout(seconds):
+                await conn.on_connect_check_health(check_health=True)
+        except TimeoutError:  # the loop's: redis-py's own is not a TimeoutError
+            raise late("Timeout connecting to server") from None
+
+    return async_handshake if asynchronous else handshake
 
 
 def packed(parts: Sequence[str]) -> bytes:

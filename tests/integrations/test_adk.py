@@ -720,6 +720,33 @@ async def test_padded_session_id_reads_and_deletes(
     )
 
 
+ODD_CONTENTS = [
+    types.Content(role="system", parts=[types.Part(text="x")]),
+    types.Content(role="assistant", parts=[types.Part(text="x")]),
+    types.Content(role="", parts=[types.Part(text="x")]),
+    types.Content(role="USER", parts=[types.Part(text="x")]),
+    types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(args={}))]),
+]
+
+
+@pytest.mark.parametrize("content", ODD_CONTENTS, ids=lambda c: repr(c.role))
+async def test_content_the_gemini_format_refuses_is_kept_whole(
+    session_service: SessionarySessionService,
+    amanager: sessionary.AsyncSessionManager,
+    content: types.Content,
+) -> None:
+    # ADK's own services store such an event and give it back equal.
+    session = await session_service.create_session(app_name="my_app", user_id="u", session_id="s")
+    event = Event(author="agent", content=content)
+    await session_service.append_event(session, event)
+    assert session.events == [event]
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id="s")
+    assert got is not None and got.events == [event]
+    stored = await amanager.for_user("u", tenant="my_app").session("s").history()
+    assert stored[0].role == "assistant"  # the author's role: the agent's
+    assert message_to_event(event_to_message(event)) == event
+
+
 # ---------------------------------------------------------------- closing, loops, threads
 
 

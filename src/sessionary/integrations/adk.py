@@ -14,7 +14,9 @@ How ADK's concepts land in sessionary:
 - Each event is one message: its content converted through the Gemini format (so the
   history is searchable and readable in other formats), every other field kept in
   `metadata["adk"]`; an event comes back equal to the one appended. An event whose content
-  the Gemini converter cannot reproduce exactly is also kept whole in a data part.
+  the Gemini converter cannot reproduce exactly is also kept whole in a data part; so is
+  one whose content it cannot read (a role such as "system", which ADK stores all the
+  same), read for search under its author's role.
 - State: `app:` keys are the tenant's app state, `user:` keys the user state, `temp:` keys
   live only in the in-memory session of the current invocation, and the rest is the
   session's state. A key's new value replaces the old one, as in ADK (written as a JSON
@@ -138,6 +140,10 @@ def _moment(timestamp: float) -> datetime:
 def event_to_message(event: Event) -> Message:
     """Return the sessionary message one ADK event is stored as.
 
+    Content the Gemini format cannot read (a role other than user, model, function or
+    tool; a function call without a name) is read under its author's role for search, or
+    left without parts if even that fails, and kept as it is besides.
+
     Raises:
         InvalidMessage: If the event cannot be dumped as JSON (pydantic refuses one
             nested past its own limit).
@@ -150,7 +156,7 @@ def event_to_message(event: Event) -> Message:
     role: Role = "user" if event.author == "user" else "assistant"
     parts: list[Part] = []
     if content is not None:
-        converted = from_gemini([content])
+        converted = _read_content(content, role)
         if len(converted) == 1:  # its parts are what search and other formats see
             role, parts = converted[0].role, converted[0].parts
         if len(converted) != 1 or to_gemini(converted).value.contents != [content]:
@@ -161,6 +167,19 @@ def event_to_message(event: Event) -> Message:
     if message_to_event(message) != event:
         message.parts.append(DataPart(event.model_dump(mode="json"), name=_EVENT))
     return message
+
+
+def _read_content(content: dict[str, Any], role: Role) -> list[Message]:
+    """Read an event's content through the Gemini format; under `role` if it refuses it.
+
+    ADK stores any role (its `Content.role` is free text) and any part, so a refusal here
+    only means fewer searchable parts: the caller keeps the content itself as well.
+    """
+    with contextlib.suppress(InvalidMessage):
+        return from_gemini([content])
+    with contextlib.suppress(InvalidMessage):
+        return from_gemini([{**content, "role": "user" if role == "user" else "model"}])
+    return []
 
 
 def _usable(value: str) -> bool:

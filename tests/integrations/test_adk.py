@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
+import math
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime
@@ -39,6 +41,7 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
+from google.adk.sessions._session_util import make_json_safe_state
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.genai import types
@@ -720,6 +723,49 @@ async def test_padded_session_id_reads_and_deletes(
     )
 
 
+async def test_a_value_json_cannot_hold_is_stored_as_adk_stores_it(
+    session_service: SessionarySessionService, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As ADK's SqliteSessionService: the value is stored as its string form, with a warning.
+    session = await session_service.create_session(app_name="my_app", user_id="u")
+    delta = {"ok": 1, "bad": print, "user:bad": {"f": print}}
+    with caplog.at_level(logging.WARNING):
+        await session_service.append_event(
+            session, Event(author="a", actions=EventActions(state_delta=delta))
+        )
+    assert any("JSON" in r.getMessage() for r in caplog.records if r.name.startswith("sessionary"))
+    assert session.state["bad"] is print  # in memory, as ADK's services leave it
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
+    assert got is not None and len(got.events) == 1
+    safe = make_json_safe_state(delta)
+    assert got.state == safe
+    assert got.events[0].actions.state_delta == safe
+    await session_service.append_event(session, Event(author="a"))  # not left stale
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, {"deep": [1, math.nan]}])
+async def test_a_refused_state_delta_changes_nothing(
+    session_service: SessionarySessionService, bad: Any
+) -> None:
+    session = await session_service.create_session(app_name="my_app", user_id="u", state={"ok": 0})
+    await session_service.append_event(session, Event(author="a"))
+    before = session.model_copy(deep=True)
+    delta = {"ok": 1, "app:a": 1, "user:u": 1, "temp:t": 1, "bad": bad}
+    event = Event(author="a", actions=EventActions(state_delta=dict(delta)))
+    with pytest.raises(sessionary.InvalidPatch):
+        await session_service.append_event(session, event)
+    assert session == before
+    assert session._storage_update_marker == before._storage_update_marker
+    assert event.actions.state_delta.keys() == delta.keys()  # the caller's event is as given
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
+    assert got is not None and got == before
+    assert await session_service.get_user_state(app_name="my_app", user_id="u") == {}
+    nxt = Event(author="a", actions=EventActions(state_delta={"ok": 2}))
+    await session_service.append_event(session, nxt)  # the session object is still current
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
+    assert got is not None and got.state == {"ok": 2} and len(got.events) == 2
+
+
 ODD_CONTENTS = [
     types.Content(role="system", parts=[types.Part(text="x")]),
     types.Content(role="assistant", parts=[types.Part(text="x")]),
@@ -745,6 +791,33 @@ async def test_content_the_gemini_format_refuses_is_kept_whole(
     stored = await amanager.for_user("u", tenant="my_app").session("s").history()
     assert stored[0].role == "assistant"  # the author's role: the agent's
     assert message_to_event(event_to_message(event)) == event
+
+
+async def test_a_different_event_under_a_stored_id_is_refused(
+    session_service: SessionarySessionService,
+) -> None:
+    # As ADK's persistent services (an IntegrityError there), never silently dropped.
+    session = await session_service.create_session(app_name="my_app", user_id="u")
+    first = Event(id="fixed", author="a", actions=EventActions(state_delta={"step": 1}))
+    await session_service.append_event(session, first)
+    before = session.model_copy(deep=True)
+    other = Event(id="fixed", author="a", actions=EventActions(state_delta={"step": 2}))
+    with pytest.raises(AlreadyExistsError, match="fixed"):
+        await session_service.append_event(session, other)
+    assert session == before
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
+    assert got is not None and got.events == [first] and got.state == {"step": 1}
+    # An equal re-delivery, even a copy on another session object, stays a no-op.
+    await session_service.append_event(got, first.model_copy(deep=True))
+    await session_service.append_event(session, first.model_copy(deep=True))
+    assert got.events == session.events == [first]
+    # Another session may hold an event with that id, as in ADK's services.
+    elsewhere = await session_service.create_session(app_name="my_app", user_id="u")
+    await session_service.append_event(elsewhere, other)
+    again = await session_service.get_session(
+        app_name="my_app", user_id="u", session_id=elsewhere.id
+    )
+    assert again is not None and again.events == [other]
 
 
 # ---------------------------------------------------------------- closing, loops, threads

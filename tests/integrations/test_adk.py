@@ -766,6 +766,27 @@ async def test_a_refused_state_delta_changes_nothing(
     assert got is not None and got.state == {"ok": 2} and len(got.events) == 2
 
 
+async def test_concurrent_appends_on_one_session_object_are_taken_in_turn(
+    session_service: SessionarySessionService,
+) -> None:
+    # As ADK's DatabaseSessionService (ADK's live runner appends from background tasks).
+    session = await session_service.create_session(app_name="my_app", user_id="u")
+    events = [
+        Event(invocation_id=f"inv{i}", author="a", actions=EventActions(state_delta={f"k{i}": i}))
+        for i in range(5)
+    ]
+    await asyncio.gather(*(session_service.append_event(session, e) for e in events))
+    assert session.events == events
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
+    assert got is not None
+    assert got.events == events
+    assert got.state == {f"k{i}": i for i in range(5)}
+    stale = got.model_copy(deep=True)  # a copy that misses the next append is still stale
+    await session_service.append_event(got, Event(author="a"))
+    with pytest.raises(StaleSessionError):
+        await session_service.append_event(stale, Event(author="a"))
+
+
 ODD_CONTENTS = [
     types.Content(role="system", parts=[types.Part(text="x")]),
     types.Content(role="assistant", parts=[types.Part(text="x")]),
@@ -913,6 +934,43 @@ def test_a_missing_adk_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delitem(sys.modules, "sessionary.integrations.adk")
     with pytest.raises(ImportError, match=r"sessionary\[adk\]"):
         importlib.import_module("sessionary.integrations.adk")
+
+
+def test_concurrent_appends_are_taken_in_turn_in_each_loop(store_url: str) -> None:
+    # An asyncio lock serves one loop: each loop appending to a session needs its own.
+    service = SessionarySessionService(store_url)
+
+    async def burst(tag: str) -> list[Any]:
+        session = await service.get_session(app_name="my_app", user_id="u", session_id="s")
+        assert session is not None
+        events = [Event(invocation_id=f"{tag}-{k}", author="a") for k in range(3)]
+        appends = (service.append_event(session, event) for event in events)
+        return await asyncio.gather(*appends, return_exceptions=True)
+
+    async def stored() -> list[str]:
+        got = await service.get_session(app_name="my_app", user_id="u", session_id="s")
+        assert got is not None
+        return [e.invocation_id for e in got.events]
+
+    try:
+        asyncio.run(service.create_session(app_name="my_app", user_id="u", session_id="s"))
+        for tag in ("a", "b"):  # one loop, then another, on the same session
+            assert not [r for r in asyncio.run(burst(tag)) if isinstance(r, BaseException)]
+        assert asyncio.run(stored()) == [f"{tag}-{k}" for tag in "ab" for k in range(3)]
+        # Loops in threads at once: each loop's appends are taken in turn, and a copy that
+        # another loop's append made stale is refused, never anything worse.
+        per_loop = in_threads(lambda i: asyncio.run(burst(f"t{i}")))
+        results = [r for rs in per_loop for r in rs]
+        assert all(isinstance(r, Event | StaleSessionError) for r in results), results
+        done = [r.invocation_id for r in results if isinstance(r, Event)]
+        later = asyncio.run(stored())[6:]
+        assert done and sorted(later) == sorted(done)
+        for i in range(len(per_loop)):  # each loop's in the order it made them
+            assert [x for x in later if x.startswith(f"t{i}-")] == [
+                x for x in done if x.startswith(f"t{i}-")
+            ]
+    finally:
+        asyncio.run(service.close())
 
 
 # Last in the file: a store that cannot serve several loops hangs here until the bound.

@@ -29,8 +29,10 @@ How ADK's concepts land in sessionary:
   sessionary clients reading the state see as such. A value JSON has no form for (a
   callable) is stored as its string form, with a warning, as ADK's persistent services
   store it; a delta holding NaN or an infinity is refused (`InvalidPatch`).
-- A session object whose stored head moved since it was read (another writer appended)
-  gets ADK's `StaleSessionError` on `append_event`.
+- Appends to one session are taken in turn within the process, as in ADK's
+  `DatabaseSessionService`, so concurrent appends with one session object all go
+  through. A session object whose stored head moved since it was read (another process
+  or another session object appended) gets ADK's `StaleSessionError` on `append_event`.
 - An `append_event` that is refused (a stale session object, a taken event id, a state
   delta that cannot be stored) stores nothing and leaves the session object and the
   event as they were.
@@ -67,6 +69,7 @@ from sessionary.ids import MAX_ID_LENGTH, check_id, new_id
 from sessionary.integrations._common import (
     DEFAULT_URL,
     Lifecycle,
+    LoopLocks,
     close_async,
     install_hint,
     open_async_manager,
@@ -355,6 +358,7 @@ class SessionarySessionService(BaseSessionService):
         self._root, owned = open_async_manager(store, None, None)
         self._life = Lifecycle(type(self).__name__, owned)
         self._reopening = threading.Lock()
+        self._appending = LoopLocks()  # one lock per session: appends are taken in turn
 
     def _open_root(self) -> AsyncSessionManager:
         """The store's manager, opened again if the service was closed, as ADK's reconnect."""
@@ -504,8 +508,10 @@ class SessionarySessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         """Store an event and apply its state delta; update `session` in memory.
 
-        A refused call (any of the errors below) stores nothing and leaves `session` and
-        `event` as they were.
+        Appends to one session are taken in turn within the process (ADK's live runner
+        appends from background tasks), so concurrent calls with one session object all
+        go through, in the order they were made. A refused call (any of the errors below)
+        stores nothing and leaves `session` and `event` as they were.
 
         Raises:
             SessionNotFoundError: If the session does not exist.
@@ -522,12 +528,14 @@ class SessionarySessionService(BaseSessionService):
             return event
         manager = self._manager(session.app_name, session.user_id)
         sid = encode_name(session.id.strip(), "session_id")
-        return await self._append(manager, manager.session(sid), session, event)
+        lock = self._appending.get((manager.scope.tenant, manager.scope.user, sid))
+        async with lock:
+            return await self._append(manager, manager.session(sid), session, event)
 
     async def _append(
         self, manager: AsyncSessionManager, handle: AsyncSession, session: Session, event: Event
     ) -> Event:
-        """`append_event` for an event that is not partial.
+        """`append_event` for a session no other coroutine of this loop is appending to.
 
         Everything that can refuse the event (its state, its message, the store) runs
         before `session` and `event` are touched.

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
+import math
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime
@@ -39,6 +41,7 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
+from google.adk.sessions._session_util import make_json_safe_state
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.genai import types
@@ -720,6 +723,124 @@ async def test_padded_session_id_reads_and_deletes(
     )
 
 
+async def test_a_value_json_cannot_hold_is_stored_as_adk_stores_it(
+    session_service: SessionarySessionService, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As ADK's SqliteSessionService: the value is stored as its string form, with a warning.
+    session = await session_service.create_session(app_name="my_app", user_id="u")
+    delta = {"ok": 1, "bad": print, "user:bad": {"f": print}}
+    with caplog.at_level(logging.WARNING):
+        await session_service.append_event(
+            session, Event(author="a", actions=EventActions(state_delta=delta))
+        )
+    assert any("JSON" in r.getMessage() for r in caplog.records if r.name.startswith("sessionary"))
+    assert session.state["bad"] is print  # in memory, as ADK's services leave it
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
+    assert got is not None and len(got.events) == 1
+    safe = make_json_safe_state(delta)
+    assert got.state == safe
+    assert got.events[0].actions.state_delta == safe
+    await session_service.append_event(session, Event(author="a"))  # not left stale
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, {"deep": [1, math.nan]}])
+async def test_a_refused_state_delta_changes_nothing(
+    session_service: SessionarySessionService, bad: Any
+) -> None:
+    session = await session_service.create_session(app_name="my_app", user_id="u", state={"ok": 0})
+    await session_service.append_event(session, Event(author="a"))
+    before = session.model_copy(deep=True)
+    delta = {"ok": 1, "app:a": 1, "user:u": 1, "temp:t": 1, "bad": bad}
+    event = Event(author="a", actions=EventActions(state_delta=dict(delta)))
+    with pytest.raises(sessionary.InvalidPatch):
+        await session_service.append_event(session, event)
+    assert session == before
+    assert session._storage_update_marker == before._storage_update_marker
+    assert event.actions.state_delta.keys() == delta.keys()  # the caller's event is as given
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
+    assert got is not None and got == before
+    assert await session_service.get_user_state(app_name="my_app", user_id="u") == {}
+    nxt = Event(author="a", actions=EventActions(state_delta={"ok": 2}))
+    await session_service.append_event(session, nxt)  # the session object is still current
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
+    assert got is not None and got.state == {"ok": 2} and len(got.events) == 2
+
+
+async def test_concurrent_appends_on_one_session_object_are_taken_in_turn(
+    session_service: SessionarySessionService,
+) -> None:
+    # As ADK's DatabaseSessionService (ADK's live runner appends from background tasks).
+    session = await session_service.create_session(app_name="my_app", user_id="u")
+    events = [
+        Event(invocation_id=f"inv{i}", author="a", actions=EventActions(state_delta={f"k{i}": i}))
+        for i in range(5)
+    ]
+    await asyncio.gather(*(session_service.append_event(session, e) for e in events))
+    assert session.events == events
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
+    assert got is not None
+    assert got.events == events
+    assert got.state == {f"k{i}": i for i in range(5)}
+    stale = got.model_copy(deep=True)  # a copy that misses the next append is still stale
+    await session_service.append_event(got, Event(author="a"))
+    with pytest.raises(StaleSessionError):
+        await session_service.append_event(stale, Event(author="a"))
+
+
+ODD_CONTENTS = [
+    types.Content(role="system", parts=[types.Part(text="x")]),
+    types.Content(role="assistant", parts=[types.Part(text="x")]),
+    types.Content(role="", parts=[types.Part(text="x")]),
+    types.Content(role="USER", parts=[types.Part(text="x")]),
+    types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(args={}))]),
+]
+
+
+@pytest.mark.parametrize("content", ODD_CONTENTS, ids=lambda c: repr(c.role))
+async def test_content_the_gemini_format_refuses_is_kept_whole(
+    session_service: SessionarySessionService,
+    amanager: sessionary.AsyncSessionManager,
+    content: types.Content,
+) -> None:
+    # ADK's own services store such an event and give it back equal.
+    session = await session_service.create_session(app_name="my_app", user_id="u", session_id="s")
+    event = Event(author="agent", content=content)
+    await session_service.append_event(session, event)
+    assert session.events == [event]
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id="s")
+    assert got is not None and got.events == [event]
+    stored = await amanager.for_user("u", tenant="my_app").session("s").history()
+    assert stored[0].role == "assistant"  # the author's role: the agent's
+    assert message_to_event(event_to_message(event)) == event
+
+
+async def test_a_different_event_under_a_stored_id_is_refused(
+    session_service: SessionarySessionService,
+) -> None:
+    # As ADK's persistent services (an IntegrityError there), never silently dropped.
+    session = await session_service.create_session(app_name="my_app", user_id="u")
+    first = Event(id="fixed", author="a", actions=EventActions(state_delta={"step": 1}))
+    await session_service.append_event(session, first)
+    before = session.model_copy(deep=True)
+    other = Event(id="fixed", author="a", actions=EventActions(state_delta={"step": 2}))
+    with pytest.raises(AlreadyExistsError, match="fixed"):
+        await session_service.append_event(session, other)
+    assert session == before
+    got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
+    assert got is not None and got.events == [first] and got.state == {"step": 1}
+    # An equal re-delivery, even a copy on another session object, stays a no-op.
+    await session_service.append_event(got, first.model_copy(deep=True))
+    await session_service.append_event(session, first.model_copy(deep=True))
+    assert got.events == session.events == [first]
+    # Another session may hold an event with that id, as in ADK's services.
+    elsewhere = await session_service.create_session(app_name="my_app", user_id="u")
+    await session_service.append_event(elsewhere, other)
+    again = await session_service.get_session(
+        app_name="my_app", user_id="u", session_id=elsewhere.id
+    )
+    assert again is not None and again.events == [other]
+
+
 # ---------------------------------------------------------------- closing, loops, threads
 
 
@@ -813,6 +934,43 @@ def test_a_missing_adk_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delitem(sys.modules, "sessionary.integrations.adk")
     with pytest.raises(ImportError, match=r"sessionary\[adk\]"):
         importlib.import_module("sessionary.integrations.adk")
+
+
+def test_concurrent_appends_are_taken_in_turn_in_each_loop(store_url: str) -> None:
+    # An asyncio lock serves one loop: each loop appending to a session needs its own.
+    service = SessionarySessionService(store_url)
+
+    async def burst(tag: str) -> list[Any]:
+        session = await service.get_session(app_name="my_app", user_id="u", session_id="s")
+        assert session is not None
+        events = [Event(invocation_id=f"{tag}-{k}", author="a") for k in range(3)]
+        appends = (service.append_event(session, event) for event in events)
+        return await asyncio.gather(*appends, return_exceptions=True)
+
+    async def stored() -> list[str]:
+        got = await service.get_session(app_name="my_app", user_id="u", session_id="s")
+        assert got is not None
+        return [e.invocation_id for e in got.events]
+
+    try:
+        asyncio.run(service.create_session(app_name="my_app", user_id="u", session_id="s"))
+        for tag in ("a", "b"):  # one loop, then another, on the same session
+            assert not [r for r in asyncio.run(burst(tag)) if isinstance(r, BaseException)]
+        assert asyncio.run(stored()) == [f"{tag}-{k}" for tag in "ab" for k in range(3)]
+        # Loops in threads at once: each loop's appends are taken in turn, and a copy that
+        # another loop's append made stale is refused, never anything worse.
+        per_loop = in_threads(lambda i: asyncio.run(burst(f"t{i}")))
+        results = [r for rs in per_loop for r in rs]
+        assert all(isinstance(r, Event | StaleSessionError) for r in results), results
+        done = [r.invocation_id for r in results if isinstance(r, Event)]
+        later = asyncio.run(stored())[6:]
+        assert done and sorted(later) == sorted(done)
+        for i in range(len(per_loop)):  # each loop's in the order it made them
+            assert [x for x in later if x.startswith(f"t{i}-")] == [
+                x for x in done if x.startswith(f"t{i}-")
+            ]
+    finally:
+        asyncio.run(service.close())
 
 
 # Last in the file: a store that cannot serve several loops hangs here until the bound.

@@ -14,8 +14,10 @@ which is then a no-op, as the SDK's sessions over an injected client do.
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Sequence
+import weakref
+from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
 from sessionary._sync.manager import SessionManager
@@ -31,6 +33,7 @@ _M = TypeVar("_M", SessionManager, AsyncSessionManager)
 __all__ = [
     "DEFAULT_URL",
     "Lifecycle",
+    "LoopLocks",
     "append_async",
     "append_sync",
     "close_async",
@@ -129,6 +132,35 @@ class Lifecycle:
         """Let the next `close` try again: closing the store failed or was cancelled."""
         with self._lock:
             self._releasing = False
+
+
+class LoopLocks:
+    """Asyncio locks by key, one per key in each event loop the integration is used from.
+
+    An `asyncio.Lock` belongs to the loop it is first contended in, and an integration may
+    be used from several threads, each with its own loop: each loop gets its own locks
+    (they order the coroutines of that loop; the store's own checks order the rest). A
+    lock lives as long as a coroutine holds it or waits for it, a loop's locks as long as
+    the loop: neither builds up over many keys or loops.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()  # the maps are shared by every thread's loop
+        self._loops: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, weakref.WeakValueDictionary[Hashable, asyncio.Lock]
+        ] = weakref.WeakKeyDictionary()
+
+    def get(self, key: Hashable) -> asyncio.Lock:
+        """Return the running loop's lock for `key`; keep it referenced while using it."""
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            locks = self._loops.get(loop)
+            if locks is None:
+                locks = self._loops[loop] = weakref.WeakValueDictionary()
+            lock = locks.get(key)
+            if lock is None:
+                lock = locks[key] = asyncio.Lock()
+            return lock
 
 
 def close_sync(life: Lifecycle, manager: SessionManager) -> None:

@@ -14,7 +14,11 @@ How ADK's concepts land in sessionary:
 - Each event is one message: its content converted through the Gemini format (so the
   history is searchable and readable in other formats), every other field kept in
   `metadata["adk"]`; an event comes back equal to the one appended. An event whose content
-  the Gemini converter cannot reproduce exactly is also kept whole in a data part.
+  the Gemini converter cannot reproduce exactly is also kept whole in a data part; so is
+  one whose content it cannot read (a role such as "system", which ADK stores all the
+  same), read for search under its author's role. An event id names one event in a
+  session: an equal event appended again is a no-op, a different one under a stored id is
+  refused with `AlreadyExistsError`, as ADK's persistent services refuse it.
 - State: `app:` keys are the tenant's app state, `user:` keys the user state, `temp:` keys
   live only in the in-memory session of the current invocation, and the rest is the
   session's state. A key's new value replaces the old one, as in ADK (written as a JSON
@@ -22,9 +26,16 @@ How ADK's concepts land in sessionary:
   a value, as ADK's services store it (the key stays, holding None): in sessionary state,
   where a null would delete the key, it is written as `{"$adk": "null"}` (and an object of
   yours with a `"$adk"` key is wrapped as `{"$adk": "object", "value": ...}`), which other
-  sessionary clients reading the state see as such.
-- A session object whose stored head moved since it was read (another writer appended)
-  gets ADK's `StaleSessionError` on `append_event`, and nothing is written.
+  sessionary clients reading the state see as such. A value JSON has no form for (a
+  callable) is stored as its string form, with a warning, as ADK's persistent services
+  store it; a delta holding NaN or an infinity is refused (`InvalidPatch`).
+- Appends to one session are taken in turn within the process, as in ADK's
+  `DatabaseSessionService`, so concurrent appends with one session object all go
+  through. A session object whose stored head moved since it was read (another process
+  or another session object appended) gets ADK's `StaleSessionError` on `append_event`.
+- An `append_event` that is refused (a stale session object, a taken event id, a state
+  delta that cannot be stored) stores nothing and leaves the session object and the
+  event as they were.
 - `async with SessionarySessionService(url) as service:` closes the store at the end, as
   `DatabaseSessionService` does; as ADK's own services, the service reconnects if it is
   used after `close()`. A service over your own manager never closes it.
@@ -37,6 +48,7 @@ state change is not. Needs `pip install 'sessionary[adk]'`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -57,13 +69,14 @@ from sessionary.ids import MAX_ID_LENGTH, check_id, new_id
 from sessionary.integrations._common import (
     DEFAULT_URL,
     Lifecycle,
+    LoopLocks,
     close_async,
     install_hint,
     open_async_manager,
 )
 from sessionary.manager import AsyncSessionManager
 from sessionary.model import DataPart, Message, Part, Role
-from sessionary.records import ANY, Expected, SessionInfo, State, StateLevel
+from sessionary.records import ANY, Expected, SessionInfo, State, StateLevel, check_object
 from sessionary.session import AsyncSession
 
 try:
@@ -98,6 +111,7 @@ NS = "adk"
 _EVENT = "adk.event"  # the name of the data part holding an event stored whole
 _ENCODED = "x."
 _RETRIES = 20  # state writes retried on a version conflict
+_log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- names
@@ -138,6 +152,10 @@ def _moment(timestamp: float) -> datetime:
 def event_to_message(event: Event) -> Message:
     """Return the sessionary message one ADK event is stored as.
 
+    Content the Gemini format cannot read (a role other than user, model, function or
+    tool; a function call without a name) is read under its author's role for search, or
+    left without parts if even that fails, and kept as it is besides.
+
     Raises:
         InvalidMessage: If the event cannot be dumped as JSON (pydantic refuses one
             nested past its own limit).
@@ -150,7 +168,7 @@ def event_to_message(event: Event) -> Message:
     role: Role = "user" if event.author == "user" else "assistant"
     parts: list[Part] = []
     if content is not None:
-        converted = from_gemini([content])
+        converted = _read_content(content, role)
         if len(converted) == 1:  # its parts are what search and other formats see
             role, parts = converted[0].role, converted[0].parts
         if len(converted) != 1 or to_gemini(converted).value.contents != [content]:
@@ -161,6 +179,19 @@ def event_to_message(event: Event) -> Message:
     if message_to_event(message) != event:
         message.parts.append(DataPart(event.model_dump(mode="json"), name=_EVENT))
     return message
+
+
+def _read_content(content: dict[str, Any], role: Role) -> list[Message]:
+    """Read an event's content through the Gemini format; under `role` if it refuses it.
+
+    ADK stores any role (its `Content.role` is free text) and any part, so a refusal here
+    only means fewer searchable parts: the caller keeps the content itself as well.
+    """
+    with contextlib.suppress(InvalidMessage):
+        return from_gemini([content])
+    with contextlib.suppress(InvalidMessage):
+        return from_gemini([{**content, "role": "user" if role == "user" else "model"}])
+    return []
 
 
 def _usable(value: str) -> bool:
@@ -233,21 +264,54 @@ def _decode_state(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _split_state(state: dict[str, Any]) -> dict[StateLevel, dict[str, Any]]:
-    """Split ADK state by scope, encoded for storing: prefixes stripped, `temp:` keys dropped."""
+    """Split ADK state by scope, encoded for storing: prefixes stripped, `temp:` keys dropped.
+
+    Every value is checked here, before anything is written, so that a refused state
+    changes nothing. `temp:` keys are dropped first: they are never stored, so they may
+    hold anything.
+
+    Raises:
+        InvalidPatch: If a value is NaN or an infinity, or nests deeper than
+            `MAX_JSON_DEPTH`.
+    """
+    stored = {k: v for k, v in state.items() if not k.startswith(AdkState.TEMP_PREFIX)}
     levels: dict[StateLevel, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
-    try:
-        jsonable = to_jsonable_python(state)
-    except ValueError as exc:  # e.g. nested past pydantic's limit
-        raise InvalidPatch(f"the state cannot be stored as JSON: {exc}") from None
-    for key, raw in jsonable.items():
+    for key, raw in _json_safe(stored).items():
         value = _encode_value(raw)
         if key.startswith(AdkState.APP_PREFIX):
             levels["app"][key.removeprefix(AdkState.APP_PREFIX)] = value
         elif key.startswith(AdkState.USER_PREFIX):
             levels["user"][key.removeprefix(AdkState.USER_PREFIX)] = value
-        elif not key.startswith(AdkState.TEMP_PREFIX):
+        else:
             levels["session"][key] = value
+    for level, values in levels.items():
+        check_object(values, f"the {level} state", InvalidPatch)
     return levels
+
+
+def _json_safe(state: dict[str, Any]) -> dict[str, Any]:
+    """Return `state` as JSON values, as ADK's persistent services store it.
+
+    As ADK's `make_json_safe_state`: rich values (datetimes, pydantic models) are dumped
+    faithfully, and only when that fails is a value JSON has no form for (a callable)
+    replaced by its string form, with a warning, so that the loss is not silent.
+
+    Raises:
+        InvalidPatch: If even that fails (e.g. nested past pydantic's limit).
+    """
+    try:
+        return dict(to_jsonable_python(state))
+    except ValueError:
+        pass
+    try:
+        safe = dict(to_jsonable_python(state, serialize_unknown=True))
+    except ValueError as exc:
+        raise InvalidPatch(f"the state cannot be stored as JSON: {exc}") from None
+    _log.warning(
+        "Some session state values are not JSON-serializable (e.g. callables): they are "
+        "stored as their string form, as ADK's own session services store them."
+    )
+    return safe
 
 
 def _replace_patch(old: Any, new: Any) -> Any:
@@ -294,6 +358,7 @@ class SessionarySessionService(BaseSessionService):
         self._root, owned = open_async_manager(store, None, None)
         self._life = Lifecycle(type(self).__name__, owned)
         self._reopening = threading.Lock()
+        self._appending = LoopLocks()  # one lock per session: appends are taken in turn
 
     def _open_root(self) -> AsyncSessionManager:
         """The store's manager, opened again if the service was closed, as ADK's reconnect."""
@@ -443,23 +508,51 @@ class SessionarySessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         """Store an event and apply its state delta; update `session` in memory.
 
+        Appends to one session are taken in turn within the process (ADK's live runner
+        appends from background tasks), so concurrent calls with one session object all
+        go through, in the order they were made. A refused call (any of the errors below)
+        stores nothing and leaves `session` and `event` as they were.
+
         Raises:
             SessionNotFoundError: If the session does not exist.
             StaleSessionError: If another writer appended to the session since it was read.
+            AlreadyExistsError: If the session holds a different event with this event's
+                id. An equal one is a re-delivery, and a no-op, as in all ADK's services;
+                a different one ADK's persistent services refuse too (their
+                InMemorySessionService keeps both): storing it would give one id to two
+                events, and dropping it would lose it silently.
+            InvalidPatch: If the state delta holds NaN or an infinity, or nests deeper
+                than `MAX_JSON_DEPTH`.
         """
         if event.partial:
             return event
         manager = self._manager(session.app_name, session.user_id)
-        handle = manager.session(encode_name(session.id.strip(), "session_id"))
-        if _usable(event.id) and await _stored(handle, event.id):
-            return event  # appended before: its state delta was applied then
-        self._apply_temp_state(session, event)
-        event = self._trim_temp_delta_state(event)
+        sid = encode_name(session.id.strip(), "session_id")
+        lock = self._appending.get((manager.scope.tenant, manager.scope.user, sid))
+        async with lock:
+            return await self._append(manager, manager.session(sid), session, event)
+
+    async def _append(
+        self, manager: AsyncSessionManager, handle: AsyncSession, session: Session, event: Event
+    ) -> Event:
+        """`append_event` for a session no other coroutine of this loop is appending to.
+
+        Everything that can refuse the event (its state, its message, the store) runs
+        before `session` and `event` are touched.
+        """
+        delta = event.actions.state_delta or {}
+        kept = {k: v for k, v in delta.items() if not k.startswith(AdkState.TEMP_PREFIX)}
+        levels = _split_state(kept)
+        trimmed = event.model_copy(
+            update={"actions": event.actions.model_copy(update={"state_delta": kept})}
+        )
+        message = event_to_message(trimmed)
+        if _usable(event.id) and await _appended_before(handle, message, session.id):
+            return event  # its state delta was applied then
         marker = session._storage_update_marker
         expected: Expected = ANY if marker is None else (marker or None)
-        message = event_to_message(event)
         try:
-            await handle.append(message, expected_head=expected)
+            stored = await handle.append(message, expected_head=expected)
         except SessionNotFound:
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
         except HeadConflict:
@@ -467,7 +560,11 @@ class SessionarySessionService(BaseSessionService):
                 f"Session {session.id} has been modified in storage since it was loaded "
                 "(another writer appended to it): get it again before appending more events."
             ) from None
-        await self._write_state(manager, handle.id, _split_state(event.actions.state_delta or {}))
+        if not _same_event(stored, message):  # another process stored that id just now
+            raise _id_taken(message.id, session.id)
+        await self._write_state(manager, handle.id, levels)
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
         session.last_update_time = event.timestamp
         session._storage_update_marker = message.id
         return self._commit_event_to_session(session, event)
@@ -527,11 +624,33 @@ def _updated(info: SessionInfo, head: Message | None) -> float:
     return info.created_at.timestamp() if info.created_at is not None else 0.0
 
 
-async def _stored(handle: AsyncSession, message_id: str) -> bool:
+async def _appended_before(handle: AsyncSession, message: Message, session_id: str) -> bool:
+    """Whether the event `message` stands for is stored already (a re-delivery).
+
+    Raises:
+        AlreadyExistsError: If a different event is stored under its id.
+        SessionNotFoundError: If the session does not exist.
+    """
     try:
-        return await handle.get_message(message_id) is not None
+        stored = await handle.get_message(message.id)
     except SessionNotFound:
-        raise SessionNotFoundError(f"Session {decode_name(handle.id)} not found.") from None
+        raise SessionNotFoundError(f"Session {session_id} not found.") from None
+    if stored is None:
+        return False
+    if not _same_event(stored, message):
+        raise _id_taken(message.id, session_id)
+    return True
+
+
+def _same_event(stored: Message, message: Message) -> bool:
+    """Whether two messages stand for equal events (as read back, so as JSON keeps them)."""
+    return message_to_event(stored) == message_to_event(message)
+
+
+def _id_taken(event_id: str, session_id: str) -> AlreadyExistsError:
+    return AlreadyExistsError(
+        f"Session {session_id} holds another event with id {event_id!r}: give a new event a new id."
+    )
 
 
 async def _all_sessions(manager: AsyncSessionManager) -> Any:

@@ -1,0 +1,59 @@
+"""The server under load and odd requests: a busy loop, partial writes, slow clients."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from sessionary.compaction.policy import CompactionPolicy
+from sessionary.compaction.summary import SummaryRequest
+from sessionary.server import create_app
+
+
+def _client(app: FastAPI, **headers: str) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app)
+    return httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers)
+
+
+@pytest.fixture
+async def app(server_store_url: str) -> AsyncIterator[FastAPI]:
+    made = create_app(server_store_url, auth=False)
+    async with made.router.lifespan_context(made):
+        yield made
+
+
+def _messages(n: int) -> list[dict[str, Any]]:
+    return [{"role": "user" if i % 2 else "assistant", "content": f"m{i} " * 20} for i in range(n)]
+
+
+async def test_a_compaction_runs_its_sync_summarizer_off_the_event_loop(tmp_path: Path) -> None:
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    class Slow:
+        def summarize(self, request: SummaryRequest) -> str:
+            started.set()
+            release.wait(5)
+            finished.set()
+            return "the summary"
+
+    made = create_app(
+        f"sqlite:///{tmp_path / 'a.db'}", auth=False, compaction=CompactionPolicy(summarizer=Slow())
+    )
+    async with made.router.lifespan_context(made), _client(made) as c:
+        await c.post("/v1/sessions", json={"id": "s"})
+        await c.post("/v1/sessions/s/messages", json={"messages": _messages(6)})
+        body = {"protect_head": 0, "tail_tokens": 0}
+        compaction = asyncio.create_task(c.post("/v1/sessions/s/compact", json=body))
+        assert await asyncio.to_thread(started.wait, 5)
+        health = await c.get("/healthz")
+        assert health.status_code == 200 and not finished.is_set()  # served meanwhile
+        release.set()
+        made_overlay = await compaction
+        assert made_overlay.status_code == 200 and made_overlay.json()["summary"] == "the summary"

@@ -16,6 +16,8 @@ from sessionary.compaction.policy import CompactionPolicy
 from sessionary.compaction.summary import SummaryRequest
 from sessionary.server import create_app
 
+JSON = {"content-type": "application/json"}
+
 
 def _client(app: FastAPI, **headers: str) -> httpx.AsyncClient:
     transport = httpx.ASGITransport(app=app)
@@ -57,3 +59,22 @@ async def test_a_compaction_runs_its_sync_summarizer_off_the_event_loop(tmp_path
         release.set()
         made_overlay = await compaction
         assert made_overlay.status_code == 200 and made_overlay.json()["summary"] == "the summary"
+
+
+async def test_a_refused_session_update_changes_nothing(app: FastAPI) -> None:
+    async with _client(app) as c:
+        await c.post("/v1/sessions", json={"id": "s", "name": "before", "metadata": {"k": 1}})
+        before = (await c.get("/v1/sessions/s")).json()
+        bad = b'{"name": "CHANGED", "metadata": {"x": NaN}, "end_reason": "done"}'
+        r = await c.patch("/v1/sessions/s", content=bad, headers=JSON)
+        assert r.status_code == 400 and r.json()["error"]["type"] == "InvalidInput"
+        assert (await c.get("/v1/sessions/s")).json() == before
+        ok = {"name": "after", "metadata": {"k": 2}, "end_reason": "done"}
+        changed = (await c.patch("/v1/sessions/s", json=ok)).json()
+        assert (changed["name"], changed["metadata"], changed["end_reason"]) == (
+            "after",
+            {"k": 2},
+            "done",
+        )
+        assert changed["ended_at"] is not None
+        assert (await c.patch("/v1/sessions/s", json={})).json() == changed

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
+import json
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _served import uvicorn_serving
 from fastapi import FastAPI
 
 from sessionary.compaction.policy import CompactionPolicy
@@ -78,3 +81,46 @@ async def test_a_refused_session_update_changes_nothing(app: FastAPI) -> None:
         )
         assert changed["ended_at"] is not None
         assert (await c.patch("/v1/sessions/s", json={})).json() == changed
+
+
+async def test_versions_beyond_64_bits_are_refused_on_every_store(app: FastAPI) -> None:
+    async with _client(app) as c:
+        await c.post("/v1/sessions", json={"id": "s"})
+        await c.put("/v1/sessions/s/blocks/mem", json={"content": "x"})
+        for version in (2**63, 10**30):
+            r = await c.get("/v1/sessions/s/blocks/mem", params={"version": version})
+            assert r.status_code == 422 and r.json()["error"]["type"] == "InvalidRequest"
+            r = await c.patch(
+                "/v1/sessions/s/state", json={"a": 1}, headers={"If-Match": f'"{version}"'}
+            )
+            assert r.status_code == 400 and r.json()["error"]["type"] == "InvalidInput"
+        r = await c.get("/v1/sessions/s/blocks/mem", params={"version": 2**63 - 1})
+        assert r.status_code == 404
+
+
+async def test_an_unexpected_error_answers_500_and_keeps_the_connection(tmp_path: Path) -> None:
+    made = create_app(f"sqlite:///{tmp_path / 'a.db'}", auth=False)
+
+    async def boom() -> None:
+        raise RuntimeError("a bug")
+
+    made.add_api_route("/boom", boom)
+    async with uvicorn_serving(made) as base:
+        port = int(base.rsplit(":", 1)[1])
+
+        def two_requests() -> list[tuple[int, bytes]]:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            try:
+                answers = []
+                for path in ("/boom", "/healthz"):
+                    conn.request("GET", path)
+                    response = conn.getresponse()
+                    answers.append((response.status, response.read()))
+                    assert not response.will_close
+                return answers
+            finally:
+                conn.close()
+
+        (status, body), healthy = await asyncio.to_thread(two_requests)
+    assert status == 500 and json.loads(body)["error"]["type"] == "InternalError"
+    assert healthy[0] == 200

@@ -124,3 +124,52 @@ async def test_an_unexpected_error_answers_500_and_keeps_the_connection(tmp_path
         (status, body), healthy = await asyncio.to_thread(two_requests)
     assert status == 500 and json.loads(body)["error"]["type"] == "InternalError"
     assert healthy[0] == 200
+
+
+REBINDING = {"Host": "attacker.example", "Origin": "http://attacker.example"}
+
+
+async def _guarded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> FastAPI:
+    """The app `serve` would run on loopback with these options (uvicorn not started)."""
+    import uvicorn
+
+    from sessionary.server import commands
+
+    served: list[FastAPI] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_kw: served.append(app))
+    commands.serve(f"sqlite:///{tmp_path / 'a.db'}", host="127.0.0.1", port=8000, **options)
+    return served[0]
+
+
+async def test_serve_without_keys_refuses_dns_rebinding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = await _guarded(tmp_path, monkeypatch, auth=False, cors_origins=["http://app.test"])
+    async with made.router.lifespan_context(made), _client(made) as c:
+        await c.post("/v1/sessions", json={"id": "s"}, headers={"Host": "127.0.0.1:8000"})
+        r = await c.get("/v1/sessions", headers={"Host": "attacker.example"})
+        assert r.status_code == 421 and r.json()["error"]["type"] == "MisdirectedRequest"
+        assert (await c.delete("/v1/sessions/s", headers=REBINDING)).status_code == 421
+        other_origin = {"Host": "127.0.0.1:8000", "Origin": "http://attacker.example"}
+        r = await c.delete("/v1/sessions/s", headers=other_origin)
+        assert r.status_code == 403 and r.json()["error"]["type"] == "Forbidden"
+        for host, origin in [
+            ("127.0.0.1:8000", "http://127.0.0.1:8000"),
+            ("localhost:8000", "http://localhost:5173"),
+            ("[::1]:8000", None),
+            ("LOCALHOST", "http://app.test"),
+        ]:
+            headers = {"Host": host} | ({"Origin": origin} if origin else {})
+            assert (await c.get("/v1/sessions/s", headers=headers)).status_code == 200, headers
+
+
+async def test_serve_takes_extra_hosts_and_checks_none_with_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extra = await _guarded(tmp_path, monkeypatch, auth=False, allowed_hosts=["sessions.lan"])
+    async with extra.router.lifespan_context(extra), _client(extra) as c:
+        assert (await c.get("/healthz", headers={"Host": "sessions.lan"})).status_code == 200
+        assert (await c.get("/healthz", headers=REBINDING)).status_code == 421
+    keyed = await _guarded(tmp_path, monkeypatch)  # a page without the key reads nothing
+    async with keyed.router.lifespan_context(keyed), _client(keyed) as c:
+        assert (await c.get("/v1/sessions", headers=REBINDING)).status_code == 401

@@ -36,6 +36,7 @@ from sessionary.records import Scope as StoreScope
 from sessionary.server import routes_memory, routes_sessions, stream
 from sessionary.server._context import ServerState
 from sessionary.server._errors import error_body, install_error_handlers
+from sessionary.server._hosts import HostCheck
 from sessionary.server.keys import Keyring
 from sessionary.server.schemas import ErrorOut
 from sessionary.stores.base import AsyncStore
@@ -121,6 +122,7 @@ def create_app(
     poll: tuple[float, float] = (0.05, 2.0),
     viewer: bool = True,
     encryption: Encryption | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> FastAPI:
     """Return the ASGI app serving a store's sessions over HTTP.
 
@@ -142,6 +144,11 @@ def create_app(
         encryption: Encrypt message bodies, state and documents at rest with these keys
             (as `SessionManager(encryption=...)` does); the API keys stay readable by
             `sessionary keys`, which never needs the encryption keys.
+        allowed_hosts: Answer only requests whose ``Host`` names one of these (any port),
+            and whose ``Origin``, if sent, is one of theirs or in `cors_origins`: others
+            get 421 and 403, so a web page cannot reach the API by DNS rebinding (see
+            `sessionary.server._hosts`). None: any host (`serve` sets them when it
+            serves without API keys).
 
     Raises:
         InvalidURL: If `store` is not a valid store URL.
@@ -190,6 +197,8 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "If-Match", "X-Sessionary-User"],
             expose_headers=["ETag"],
         )
+    if allowed_hosts is not None:
+        app.add_middleware(HostCheck, names=allowed_hosts, origins=cors_origins)
     return app
 
 

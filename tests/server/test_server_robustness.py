@@ -173,3 +173,38 @@ async def test_serve_takes_extra_hosts_and_checks_none_with_keys(
     keyed = await _guarded(tmp_path, monkeypatch)  # a page without the key reads nothing
     async with keyed.router.lifespan_context(keyed), _client(keyed) as c:
         assert (await c.get("/v1/sessions", headers=REBINDING)).status_code == 401
+
+
+async def test_a_body_that_never_comes_is_408_and_the_connection_closed(tmp_path: Path) -> None:
+    made = create_app(f"sqlite:///{tmp_path / 'a.db'}", auth=False, body_seconds=0.5)
+    async with uvicorn_serving(made) as base:
+        host, port = base.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        head = b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"
+        writer.write(head)
+        answer = await asyncio.wait_for(reader.read(), 10)  # all of it: the server closes
+        writer.close()
+    status, _, rest = answer.partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 408") and b"connection: close" in rest.lower()
+    assert json.loads(rest.partition(b"\r\n\r\n")[2])["error"]["type"] == "RequestTimeout"
+
+
+@pytest.mark.parametrize("sent", [b"", b"GET /healthz HTTP/1.1\r\nHost: x\r\n"])
+async def test_headers_that_never_complete_lose_their_connection(
+    tmp_path: Path, sent: bytes
+) -> None:
+    from sessionary.server._uvicorn import uvicorn_config
+
+    made = create_app(f"sqlite:///{tmp_path / 'a.db'}", auth=False)
+    config = uvicorn_config(made, "127.0.0.1", 0, "warning", header_seconds=0.5)
+    async with uvicorn_serving(made, config) as base:
+        port = int(base.rsplit(":", 1)[1])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")  # answered, kept alive
+        assert (await reader.readuntil(b'"ok"}')).startswith(b"HTTP/1.1 200")
+        writer.write(sent)
+        assert await asyncio.wait_for(reader.read(), 3) == b""  # closed by the deadline
+        writer.close()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        assert await asyncio.wait_for(reader.read(), 3) == b""  # a silent new connection too
+        writer.close()

@@ -25,6 +25,7 @@ from sessionary.crypto import Encryption
 from sessionary.errors import InvalidInput
 from sessionary.records import Scope
 from sessionary.server._hosts import is_loopback, served_names
+from sessionary.server._uvicorn import uvicorn_config
 from sessionary.server.app import DEFAULT_MAX_BODY, create_app, encrypted
 from sessionary.server.keys import ApiKey, Keyring
 from sessionary.stores.base import AsyncStore
@@ -104,7 +105,7 @@ def serve(
         if allowed_hosts or not auth
         else None,
     )
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    uvicorn.Server(uvicorn_config(app, host, port, log_level)).run()
 
 
 def parse_block(text: str) -> BlockSpec:
@@ -192,7 +193,7 @@ async def _run_stdio(server: Server[Any]) -> None:
 async def _run_http(app: ASGIApp, host: str, port: int) -> None:
     import uvicorn
 
-    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info")).serve()
+    await uvicorn.Server(uvicorn_config(app, host, port)).serve()
 
 
 def _with_keyring(db: str, work: Callable[[Keyring], Awaitable[T]]) -> T:

@@ -136,7 +136,7 @@ async def _guarded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: A
     from sessionary.server import commands
 
     served: list[FastAPI] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **_kw: served.append(app))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: served.append(self.config.app))
     commands.serve(f"sqlite:///{tmp_path / 'a.db'}", host="127.0.0.1", port=8000, **options)
     return served[0]
 
@@ -208,3 +208,37 @@ async def test_headers_that_never_complete_lose_their_connection(
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         assert await asyncio.wait_for(reader.read(), 3) == b""  # a silent new connection too
         writer.close()
+
+
+async def test_mistyped_fields_are_422(app: FastAPI) -> None:
+    async with _client(app) as c:
+        await c.post("/v1/sessions", json={"id": "s"})
+        for path, body in [
+            ("/v1/sessions/s/usage", {"input_tokens": "5"}),
+            ("/v1/sessions/s/usage", {"output_tokens": True}),
+            ("/v1/sessions/s/usage", {"cost": "0.25"}),
+            ("/v1/sessions/s/compact", {"protect_head": "3"}),
+            ("/v1/sessions/s/compact", {"tail_tokens": False}),
+            ("/v1/sessions", {"id": 5}),
+        ]:
+            r = await c.post(path, json=body)
+            assert r.status_code == 422, (path, body)
+            assert r.json()["error"]["type"] == "InvalidRequest"
+        used = await c.post("/v1/sessions/s/usage", json={"input_tokens": 5, "cost": 1})
+        assert used.status_code == 200 and used.json()["cost"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "body", [b'{"id": "\\xff\\xfe"}'.replace(b"\\xff\\xfe", b"\xff\xfe"), b"[" * 3000]
+)
+async def test_unparsable_bodies_are_malformed_json(app: FastAPI, body: bytes) -> None:
+    async with _client(app) as c:
+        r = await c.post("/v1/sessions", content=body, headers=JSON)
+    assert r.status_code == 400 and r.json()["error"]["type"] == "MalformedJSON"
+
+
+async def test_405_keeps_its_allow_header(app: FastAPI) -> None:
+    async with _client(app) as c:
+        r = await c.put("/v1/sessions")
+    assert r.status_code == 405 and r.json()["error"]["type"] == "MethodNotAllowed"
+    assert "GET" in r.headers["allow"]  # Starlette names the first matching route's methods

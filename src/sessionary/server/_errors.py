@@ -119,11 +119,17 @@ def _describe(problem: Any) -> str:
     return f"{where}: {problem.get('msg', 'invalid')}"
 
 
+_BODY_UNREADABLE = "There was an error parsing the body"
+"""FastAPI's 400 for a body its JSON parser gave up on (bad UTF-8, nesting too deep)."""
+
+
 async def _on_http(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == _BODY_UNREADABLE:
+        return _answer(400, "MalformedJSON", "the request body is not valid JSON")
     type_name = _ROUTE_TYPES.get(exc.status_code, "HTTPError")
     detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
-    return _answer(exc.status_code, type_name, detail)
+    return _answer(exc.status_code, type_name, detail, **(exc.headers or {}))
 
 
 class CatchAll:

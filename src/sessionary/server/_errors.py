@@ -22,6 +22,9 @@ added to the tree later gets its parent's status until it is given one of its ow
 | MalformedJSON | 400 | a body that is not JSON |
 | InvalidRequest | 422 | JSON of the wrong shape (missing or mistyped fields) |
 | RouteNotFound, MethodNotAllowed | 404, 405 | no such endpoint |
+| RequestTimeout | 408 | a request body slower than the server's bound (`BodyLimit`) |
+| MisdirectedRequest | 421 | a `Host` the server does not answer (`_hosts.HostCheck`) |
+| InternalError | 500 | anything else (a bug): logged, answered without details |
 """
 
 from __future__ import annotations

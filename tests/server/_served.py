@@ -32,11 +32,15 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
-    """Serve `app` with a real uvicorn on a free loopback port; yield its base URL."""
+async def uvicorn_serving(app: Any, config: Any = None) -> AsyncIterator[str]:
+    """Serve `app` with a real uvicorn on a free loopback port; yield its base URL.
+
+    `config`, if given, is the `uvicorn.Config` to serve with instead (port 0).
+    """
     import uvicorn
 
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    if config is None:
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:

@@ -11,13 +11,13 @@ message. The compacted range itself is never read to show a history.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sessionary.compaction._callout import AsyncCallout
 from sessionary.compaction.flush import FlushRequest, add_facts, check_facts
 from sessionary.compaction.guard import (
     GUARD_KEY,
@@ -599,11 +599,14 @@ class AsyncCompactor:
             )
 
     async def _ask(self, method: Callable[[Any], Any], request: object, what: str) -> object:
-        """Call a summarizer's or extractor's method; any failure is a SummarizerError."""
+        """Call a summarizer's or extractor's method; any failure is a SummarizerError.
+
+        The call goes through `AsyncCallout` (`sessionary.compaction._callout`): async code
+        runs a synchronous method in a worker thread, so a long summary never holds the
+        event loop; sync code calls it directly.
+        """
         try:
-            result = method(request)
-            if inspect.isawaitable(result):
-                result = await result
+            result = await AsyncCallout.call(method, request)
         except SummarizerError:
             raise
         except Exception as exc:

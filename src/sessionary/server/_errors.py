@@ -22,6 +22,9 @@ added to the tree later gets its parent's status until it is given one of its ow
 | MalformedJSON | 400 | a body that is not JSON |
 | InvalidRequest | 422 | JSON of the wrong shape (missing or mistyped fields) |
 | RouteNotFound, MethodNotAllowed | 404, 405 | no such endpoint |
+| RequestTimeout | 408 | a request body slower than the server's bound (`BodyLimit`) |
+| MisdirectedRequest | 421 | a `Host` the server does not answer (`_hosts.HostCheck`) |
+| InternalError | 500 | anything else (a bug): logged, answered without details |
 """
 
 from __future__ import annotations
@@ -34,10 +37,18 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sessionary import errors
 
-__all__ = ["STATUS", "ServerProblem", "error_body", "install_error_handlers", "status_of"]
+__all__ = [
+    "STATUS",
+    "CatchAll",
+    "ServerProblem",
+    "error_body",
+    "install_error_handlers",
+    "status_of",
+]
 
 _log = logging.getLogger("sessionary.server")
 
@@ -111,17 +122,54 @@ def _describe(problem: Any) -> str:
     return f"{where}: {problem.get('msg', 'invalid')}"
 
 
+_BODY_UNREADABLE = "There was an error parsing the body"
+"""FastAPI's 400 for a body its JSON parser gave up on (bad UTF-8, nesting too deep)."""
+
+
 async def _on_http(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == _BODY_UNREADABLE:
+        return _answer(400, "MalformedJSON", "the request body is not valid JSON")
     type_name = _ROUTE_TYPES.get(exc.status_code, "HTTPError")
     detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
-    return _answer(exc.status_code, type_name, detail)
+    return _answer(exc.status_code, type_name, detail, **(exc.headers or {}))
 
 
-async def _on_unexpected(_request: Request, exc: Exception) -> JSONResponse:
-    # A bug or a driver error a backend failed to map: log it, answer without details.
-    _log.exception("unexpected error", exc_info=exc)
-    return _answer(500, "InternalError", "the server failed; see its log")
+class CatchAll:
+    """ASGI middleware: answer any other exception with a 500 InternalError body, and log it.
+
+    Installed innermost, inside Starlette's `ServerErrorMiddleware`, because a handler
+    registered for `Exception` runs in that middleware, which re-raises after answering:
+    the ASGI server then drops the connection, so one failed request cost a keep-alive
+    client its connection. Here the exception ends with the answer. One raised after the
+    answer began cannot be answered any more, and is re-raised.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one request; answer 500 for an exception raised before the answer began."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            if started:
+                raise
+            # A bug or a driver error a backend failed to map: log it, answer without details.
+            _log.exception("unexpected error", exc_info=exc)
+            await _answer(500, "InternalError", "the server failed; see its log")(
+                scope, receive, send
+            )
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -130,4 +178,4 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ServerProblem, _on_problem)
     app.add_exception_handler(RequestValidationError, _on_validation)
     app.add_exception_handler(StarletteHTTPException, _on_http)
-    app.add_exception_handler(Exception, _on_unexpected)
+    app.add_middleware(CatchAll)  # the first added is the innermost

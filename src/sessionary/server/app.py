@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from importlib.resources import files
 from typing import Any
 
+import anyio
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi_offline import FastAPIOffline
@@ -36,16 +37,20 @@ from sessionary.records import Scope as StoreScope
 from sessionary.server import routes_memory, routes_sessions, stream
 from sessionary.server._context import ServerState
 from sessionary.server._errors import error_body, install_error_handlers
+from sessionary.server._hosts import HostCheck
 from sessionary.server.keys import Keyring
 from sessionary.server.schemas import ErrorOut
 from sessionary.stores.base import AsyncStore
 from sessionary.stores.encrypted import AsyncEncryptedStore
 from sessionary.stores.registry import open_async_store
 
-__all__ = ["DEFAULT_MAX_BODY", "BodyLimit", "create_app"]
+__all__ = ["DEFAULT_BODY_SECONDS", "DEFAULT_MAX_BODY", "BodyLimit", "create_app"]
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 """The largest request body taken by default, in bytes (larger: 413 before any work)."""
+
+DEFAULT_BODY_SECONDS = 60.0
+"""How long a request body may take to arrive by default (slower: 408, connection closed)."""
 
 _log = logging.getLogger("sessionary.server")
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -59,10 +64,14 @@ class BodyLimit:
     A declared `Content-Length` over the limit is refused before the body is read; a
     chunked body is read up to the limit, then refused. The JSON API buffers bodies
     anyway, so reading it here first costs nothing extra.
+
+    A body not whole within `seconds` of the request's headers is refused with 408 and
+    the connection closed: a client that declares a body and never sends it would
+    otherwise hold its connection (a file descriptor) for ever.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: ASGIApp, max_bytes: int, seconds: float = DEFAULT_BODY_SECONDS) -> None:
+        self.app, self.max_bytes, self.seconds = app, max_bytes, seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request, refusing its body first if it is over the limit."""
@@ -73,25 +82,42 @@ class BodyLimit:
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await self._refuse(send)
             return
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        outcome = "late"
+        with anyio.move_on_after(self.seconds):
+            outcome = await self._read(receive, chunks)
+        if outcome == "whole":
+            await self.app(scope, _replay(b"".join(chunks), receive), send)
+        elif outcome == "over":
+            await self._refuse(send)
+        elif outcome == "late":
+            text = f"the request body did not arrive within {self.seconds:g} s"
+            await _send(send, 408, "RequestTimeout", text, close=True)
+
+    async def _read(self, receive: Receive, chunks: list[bytes]) -> str:
+        """Read the body into `chunks`: "whole", "over" the limit, or "gone" (disconnected)."""
+        size = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return
+                return "gone"
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             if size > self.max_bytes:
-                await self._refuse(send)
-                return
+                return "over"
             if not message.get("more_body", False):
-                break
-        await self.app(scope, _replay(b"".join(chunks), receive), send)
+                return "whole"
 
     async def _refuse(self, send: Send) -> None:
         text = f"the request body is over {self.max_bytes:,} bytes"
-        response = JSONResponse(error_body(413, "PayloadTooLarge", text), 413)
-        await send({"type": "http.response.start", "status": 413, "headers": response.raw_headers})
-        await send({"type": "http.response.body", "body": response.body})
+        await _send(send, 413, "PayloadTooLarge", text)
+
+
+async def _send(send: Send, status: int, type_name: str, text: str, close: bool = False) -> None:
+    response = JSONResponse(error_body(status, type_name, text), status)
+    headers = [*response.raw_headers, *([(b"connection", b"close")] if close else [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body})
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -117,10 +143,12 @@ def create_app(
     compaction: CompactionPolicy | None = None,
     cors_origins: Sequence[str] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY,
+    body_seconds: float = DEFAULT_BODY_SECONDS,
     key_cache_seconds: float = 5.0,
     poll: tuple[float, float] = (0.05, 2.0),
     viewer: bool = True,
     encryption: Encryption | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> FastAPI:
     """Return the ASGI app serving a store's sessions over HTTP.
 
@@ -136,12 +164,19 @@ def create_app(
         compaction: The policy of `POST .../compact` (default: the offline summarizer).
         cors_origins: Browser origins allowed to call the API; none by default.
         max_body_bytes: The largest request body taken.
+        body_seconds: How long a request body may take to arrive once its headers have
+            (slower: 408, and the connection is closed).
         key_cache_seconds: How long a key read from the store is trusted.
         poll: The event streams' first and longest poll interval, in seconds.
         viewer: Serve the web viewer at ``/ui/``.
         encryption: Encrypt message bodies, state and documents at rest with these keys
             (as `SessionManager(encryption=...)` does); the API keys stay readable by
             `sessionary keys`, which never needs the encryption keys.
+        allowed_hosts: Answer only requests whose ``Host`` names one of these (any port),
+            and whose ``Origin``, if sent, is one of theirs or in `cors_origins`: others
+            get 421 and 403, so a web page cannot reach the API by DNS rebinding (see
+            `sessionary.server._hosts`). None: any host (`serve` sets them when it
+            serves without API keys).
 
     Raises:
         InvalidURL: If `store` is not a valid store URL.
@@ -181,7 +216,7 @@ def create_app(
     for module in (routes_sessions, stream, routes_memory):
         app.include_router(module.router)
     _add_plain_routes(app, viewer)
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, seconds=body_seconds)
     if cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -190,6 +225,8 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "If-Match", "X-Sessionary-User"],
             expose_headers=["ETag"],
         )
+    if allowed_hosts is not None:
+        app.add_middleware(HostCheck, names=allowed_hosts, origins=cors_origins)
     return app
 
 

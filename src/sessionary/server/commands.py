@@ -16,7 +16,6 @@ or a SQLite file path.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -25,6 +24,8 @@ from sessionary.blocks import BlockSpec, SessionConfig
 from sessionary.crypto import Encryption
 from sessionary.errors import InvalidInput
 from sessionary.records import Scope
+from sessionary.server._hosts import is_loopback, served_names
+from sessionary.server._uvicorn import uvicorn_config
 from sessionary.server.app import DEFAULT_MAX_BODY, create_app, encrypted
 from sessionary.server.keys import ApiKey, Keyring
 from sessionary.stores.base import AsyncStore
@@ -52,15 +53,6 @@ DEFAULT_MCP_BLOCKS = ("memory:writable:user",)
 _log = logging.getLogger("sessionary.server")
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def serve(
     db: str,
     *,
@@ -73,6 +65,7 @@ def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY,
     log_level: str = "info",
     encryption: Encryption | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> None:
     """Serve the HTTP API and the viewer on `host`:`port` until interrupted.
 
@@ -88,13 +81,17 @@ def serve(
         max_body_bytes: The largest request body taken.
         log_level: uvicorn's log level.
         encryption: Encrypt what is stored at rest with these keys (see `create_app`).
+        allowed_hosts: Host names served besides loopback's (``localhost``, 127.0.0.1,
+            ::1) and `host`, such as a reverse proxy's. Without API keys, or with this
+            given, a request naming another host answers 421 and one from another web
+            origin (not in `cors_origins`) 403: the guard against DNS rebinding.
 
     Raises:
         InvalidInput: If `auth` is off on a non-loopback address.
     """
     import uvicorn
 
-    if not auth and not _is_loopback(host):
+    if not auth and not is_loopback(host):
         raise InvalidInput(f"refusing to serve without API keys on {host}; use loopback")
     app = create_app(
         db,
@@ -104,8 +101,11 @@ def serve(
         cors_origins=cors_origins,
         max_body_bytes=max_body_bytes,
         encryption=encryption,
+        allowed_hosts=sorted(served_names(host, allowed_hosts))
+        if allowed_hosts or not auth
+        else None,
     )
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    uvicorn.Server(uvicorn_config(app, host, port, log_level)).run()
 
 
 def parse_block(text: str) -> BlockSpec:
@@ -164,7 +164,7 @@ def mcp(
     scope, config = Scope(tenant, user), mcp_config(blocks, history)
     if transport not in ("stdio", "http"):
         raise InvalidInput(f"an MCP transport is 'stdio' or 'http', not {transport!r}")
-    if transport == "http" and not auth and not _is_loopback(host):
+    if transport == "http" and not auth and not is_loopback(host):
         raise InvalidInput(f"refusing to serve MCP without API keys on {host}; use loopback")
 
     async def run() -> None:
@@ -193,7 +193,7 @@ async def _run_stdio(server: Server[Any]) -> None:
 async def _run_http(app: ASGIApp, host: str, port: int) -> None:
     import uvicorn
 
-    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info")).serve()
+    await uvicorn.Server(uvicorn_config(app, host, port)).serve()
 
 
 def _with_keyring(db: str, work: Callable[[Keyring], Awaitable[T]]) -> T:

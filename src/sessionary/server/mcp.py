@@ -37,6 +37,7 @@ from sessionary.ids import check_id
 from sessionary.manager import AsyncSessionManager
 from sessionary.records import Scope
 from sessionary.server._blocks import discover_blocks
+from sessionary.server._hosts import is_loopback, mcp_security, served_names
 from sessionary.server.keys import Keyring
 from sessionary.session import AsyncSession
 from sessionary.stores.base import AsyncStore
@@ -220,12 +221,17 @@ def mcp_http_app(server: Server[Any], *, host: str, keyring: Keyring | None) -> 
 
     Args:
         server: From `create_mcp_server`; its scope serves requests when `keyring` is None.
-        host: The address served (on loopback the SDK also refuses rebinding hosts).
+        host: The address served (on loopback, requests naming another host are refused,
+            as `serve` refuses them: `sessionary.server._hosts`).
         keyring: The API keys every request must bear (``Authorization: Bearer``), each
             acting in its own scope; None serves `server`'s scope to anyone.
     """
+    # On loopback, the names `serve` takes: any other Host is 421, another web origin 403.
+    security = mcp_security(served_names(host)) if is_loopback(host) else None
     if keyring is None:
-        return server.streamable_http_app(host=host)
+        return server.streamable_http_app(host=host, transport_security=security)
     # A resource server only: no OAuth routes are offered, the issuer is never contacted.
     auth = AuthSettings(issuer_url=AnyHttpUrl("http://localhost"), resource_server_url=None)
-    return server.streamable_http_app(host=host, auth=auth, token_verifier=_KeyCheck(keyring))
+    return server.streamable_http_app(
+        host=host, auth=auth, token_verifier=_KeyCheck(keyring), transport_security=security
+    )

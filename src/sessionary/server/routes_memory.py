@@ -38,6 +38,8 @@ from sessionary.session import AsyncSession
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["memory"])
+MAX_VERSION = 2**63 - 1
+"""The largest block version asked for: every store keeps versions in 64-bit integers."""
 Patch = Annotated[dict[str, Any], Body(description="A JSON merge patch; null deletes a key.")]
 
 
@@ -48,7 +50,7 @@ def _version_of(if_match: str | None) -> int | None:
     if if_match is None or if_match.strip() == "*":
         return None
     tag = if_match.strip().removeprefix("W/").strip('"')
-    if not tag.isdigit():
+    if not tag.isascii() or not tag.isdigit() or int(tag) > MAX_VERSION:
         raise InvalidInput(f'If-Match must be a state version such as "3", not {if_match!r}')
     return int(tag)
 
@@ -135,7 +137,10 @@ async def list_blocks(session_id: str, mgr: Manager) -> list[dict[str, Any]]:
 
 @router.get("/sessions/{session_id}/blocks/{label}", response_model=BlockOut)
 async def get_block(
-    session_id: str, label: str, mgr: Manager, version: Annotated[int | None, Query(ge=1)] = None
+    session_id: str,
+    label: str,
+    mgr: Manager,
+    version: Annotated[int | None, Query(ge=1, le=MAX_VERSION)] = None,
 ) -> dict[str, Any]:
     """Return one block as it is now, or a writable block as of a stored `version`."""
     handle = await _session_with_blocks(mgr, session_id)

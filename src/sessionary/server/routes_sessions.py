@@ -15,7 +15,15 @@ from fastapi import APIRouter, Query, Request, Response
 
 from sessionary.errors import MessageNotFound
 from sessionary.model import Message
-from sessionary.records import ANY, HEAD, SearchHit, SessionInfo, info_to_dict
+from sessionary.records import (
+    ANY,
+    HEAD,
+    SearchHit,
+    SessionInfo,
+    SessionUpdate,
+    check_object,
+    info_to_dict,
+)
 from sessionary.server._context import Manager, state_of
 from sessionary.server.keys import KEYS_TENANT
 from sessionary.server.schemas import (
@@ -111,15 +119,20 @@ async def get_session(session_id: str, mgr: Manager) -> dict[str, Any]:
 
 @router.patch("/sessions/{session_id}", response_model=SessionOut)
 async def update_session(session_id: str, body: UpdateSession, mgr: Manager) -> dict[str, Any]:
-    """Rename a session, replace its metadata, or end it with a reason."""
+    """Rename a session, replace its metadata, or end it with a reason; all or nothing.
+
+    Every field is checked before anything is written, and the change is one store
+    update, so a refused request (metadata that is not JSON, say) leaves the name as it was.
+    """
     info = await mgr.session(session_id).info()
-    if body.name is not None:
-        info = await mgr.rename(session_id, body.name)
-    if body.metadata is not None:
-        info = await mgr.set_metadata(session_id, body.metadata)
-    if body.end_reason is not None:
-        info = await mgr.end(session_id, body.end_reason)
-    return session_out(info)
+    update = SessionUpdate(
+        name=body.name,
+        metadata=None if body.metadata is None else check_object(body.metadata, "session metadata"),
+        end_reason=body.end_reason,
+    )
+    if update == SessionUpdate():
+        return session_out(info)
+    return session_out(await mgr.store.update_session(mgr.scope, info.id, update))
 
 
 @router.delete("/sessions/{session_id}", status_code=204)

@@ -41,7 +41,9 @@ _ID = Field(default=None, max_length=128)
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Unknown fields and mistyped values are refused (422): "5" is not an int, true not a
+    # count; a JSON integer still fills a float field (strict mode takes it).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ErrorDetail(BaseModel):

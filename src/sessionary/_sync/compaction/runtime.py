@@ -13,7 +13,6 @@ message. The compacted range itself is never read to show a history.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sessionary._sync.providers import StoredBlock
 from sessionary._sync.stores.base import DOCUMENTS, Store
+from sessionary.compaction._callout import Callout
 from sessionary.compaction.flush import FlushRequest, add_facts, check_facts
 from sessionary.compaction.guard import (
     GUARD_KEY,
@@ -595,11 +595,14 @@ class Compactor:
             )
 
     def _ask(self, method: Callable[[Any], Any], request: object, what: str) -> object:
-        """Call a summarizer's or extractor's method; any failure is a SummarizerError."""
+        """Call a summarizer's or extractor's method; any failure is a SummarizerError.
+
+        The call goes through `Callout` (`sessionary.compaction._callout`): async code
+        runs a synchronous method in a worker thread, so a long summary never holds the
+        event loop; sync code calls it directly.
+        """
         try:
-            result = method(request)
-            if inspect.isawaitable(result):
-                result = result
+            result = Callout.call(method, request)
         except SummarizerError:
             raise
         except Exception as exc:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -50,6 +52,46 @@ def _chain(
         yield from rest
 
 
+def _refuse_the_store_itself(env: Env, output: str) -> None:
+    """Refuse to write an export over the SQLite file (or its journal) being exported."""
+    path = parse_store_url(env.url).sqlite_file
+    if path is None or not os.path.exists(output):
+        return
+    for own in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
+        with contextlib.suppress(OSError):
+            if os.path.samefile(output, own):
+                raise CLIError(f"{output} is the store's own file ({own}); export elsewhere")
+
+
+@contextlib.contextmanager
+def _replacing(output: str) -> Iterator[TextIO]:
+    """Write a file through a temporary one beside it, renamed over it only when complete.
+
+    So an export that fails (a store error, a full disk, an interrupt) leaves a file it
+    would have replaced as it was. Something that is not a regular file (`/dev/null`, a
+    pipe) is written directly, since it cannot be replaced by a rename.
+    """
+    if os.path.exists(output) and not os.path.isfile(output):
+        with open(output, "w", encoding="utf-8", newline="\n") as stream:
+            yield stream
+        return
+    final = os.path.realpath(output)  # through a symlink: replace its target, keep the link
+    kept = stat.S_IMODE(os.stat(final).st_mode) if os.path.exists(final) else None
+    folder, name = os.path.split(final)
+    temporary = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        if kept is not None:
+            os.fchmod(descriptor, kept)
+        with open(descriptor, "w", encoding="utf-8", newline="\n") as stream:
+            yield stream
+        os.replace(temporary, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 @root.command("export")
 @click.argument("session_id", metavar="[ID]", required=False, shell_complete=complete_session)
 @click.option("-o", "--output", metavar="FILE", help="Write here (default: standard output).")
@@ -69,7 +111,8 @@ def export_command(env: Env, session_id: str | None, output: str | None) -> None
     if output in (None, "-"):
         _write_records(sys.stdout, batch)
         return
-    with open(output, "w", encoding="utf-8", newline="\n") as stream:
+    _refuse_the_store_itself(env, output)
+    with _replacing(output) as stream:
         sessions, messages = _write_records(stream, batch)
     env.echo(f"exported {plural(sessions, 'session')} ({plural(messages, 'message')}) to {output}")
 

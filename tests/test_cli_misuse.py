@@ -97,3 +97,119 @@ def test_a_failed_export_leaves_the_old_output_as_it_was(
     assert code == 0 and "exported 2 sessions" in out
     assert output.read_text().count('"type":"session"') == 2
     assert output.stat().st_mode & 0o777 == 0o640  # replaced, with the mode it had
+
+
+# ---------------------------------------------------------------------------- escapes
+
+ESCAPES = "\x1b]52;c;cm0gLXJmIH4=\x07 \x1b[2J\x1b[H \x9b31m \x90q\x9c \u202egnp.exe \x7f\x08\r"
+STEERING = set("\x1b\x07\x9b\x90\x9c\u202e\x7f\x08\r")
+
+
+@pytest.fixture
+def evil(tmp_path: Path) -> tuple[str, str]:
+    """A store whose every stored string a view shows carries terminal escapes."""
+    import asyncio
+    import sqlite3
+
+    from sessionary import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+    from sessionary.server.keys import Keyring
+    from sessionary.stores.registry import open_async_store
+
+    url = f"sqlite:///{tmp_path}/evil.db"
+    config = sessionary.SessionConfig().with_block("notes")
+    with sessionary.SessionManager(url, config=config, audit=True, actor="bot") as manager:
+        chat = manager.create(name="evil", model="m", metadata={"k": ESCAPES})
+        chat.append(Message.user(f"deploy {ESCAPES}\nsecond line {ESCAPES}"))
+        chat.append(
+            Message(
+                role="assistant",
+                parts=[
+                    ReasoningPart(f"thinking {ESCAPES}"),
+                    TextPart(f"deploy ok {ESCAPES}"),
+                    ToolCallPart(id="c1", name="run", arguments={"cmd": ESCAPES}),
+                ],
+            )
+        )
+        chat.append(Message(role="tool", parts=[ToolResultPart("c1", f"out {ESCAPES}")]))
+        chat.replace_context_block("notes", f"note {ESCAPES}", author="model")
+        chat.update_state({"s": ESCAPES})
+        manager.update_state({"u": ESCAPES})
+        manager.audit_log.record(
+            manager.scope, "bot", "custom", target=ESCAPES, detail={"d": ESCAPES}
+        )
+        session_id = chat.id
+    with sqlite3.connect(f"{tmp_path}/evil.db") as raw:
+        raw.execute("UPDATE sessions SET name = ?, model = ?, end_reason = ?", (ESCAPES,) * 3)
+
+    async def key() -> None:
+        store = open_async_store(url)
+        try:
+            await Keyring(store).create("default", None, f"key {ESCAPES}")
+        finally:
+            await store.close()
+
+    asyncio.run(key())
+    return url, session_id
+
+
+VIEWS = [
+    ["ls"],
+    ["show", "{id}"],
+    ["show", "{id}", "--full"],
+    ["show", "{id}", "--tree"],
+    ["search", "deploy"],
+    ["context", "{id}"],
+    ["context", "{id}", "--full"],
+    ["inspect", "{id}", "--full", "--versions"],
+    ["inspect"],
+    ["audit", "--every-user"],
+    ["keys", "list"],
+    ["scopes"],
+]
+
+
+@pytest.mark.parametrize("view", VIEWS, ids=lambda view: " ".join(view))
+def test_stored_escapes_never_reach_the_terminal(
+    capsys: pytest.CaptureFixture[str], evil: tuple[str, str], view: list[str]
+) -> None:
+    url, session_id = evil
+    code, out, err = run(capsys, "--db", url, *(word.format(id=session_id) for word in view))
+    assert code == 0, err
+    assert not STEERING & set(out + err), repr(out + err)
+    if view[0] not in ("scopes", "inspect") or len(view) > 1:
+        assert "␛" in out  # shown, not dropped: the reader sees something was there
+
+
+def test_json_output_keeps_the_stored_text(
+    capsys: pytest.CaptureFixture[str], evil: tuple[str, str]
+) -> None:
+    url, session_id = evil
+    code, out, _ = run(capsys, "--db", url, "show", session_id, "--json")
+    assert code == 0
+    assert json.loads(out)["session"]["name"] == ESCAPES
+
+
+def test_an_error_quoting_a_stored_name_shows_its_escapes(
+    capsys: pytest.CaptureFixture[str], evil: tuple[str, str]
+) -> None:
+    url, session_id = evil
+    with sessionary.SessionManager(url) as manager:
+        manager.create(id=session_id[:-1] + "x", name="twin")
+    code, _, err = run(capsys, "--db", url, "show", session_id[:-2])
+    one_line_error(code, err, "ambiguous")
+    assert not STEERING & set(err)
+
+
+def test_names_with_control_characters_are_refused(tmp_path: Path) -> None:
+    from sessionary.errors import InvalidInput
+    from sessionary.server.commands import create_key
+
+    with sessionary.SessionManager(str(tmp_path / "n.db")) as manager:
+        for bad in ("a\x1bb", "a\x9bb", "a\x85b"):
+            with pytest.raises(InvalidInput):
+                manager.create(name=bad)
+            with pytest.raises(InvalidInput):
+                manager.create(model=bad)
+    for bad in ("a\x1b]52;c;x\x07", "a\x9b2J", "a\u202eb"):
+        with pytest.raises(InvalidInput):
+            create_key(str(tmp_path / "n.db"), "acme", None, bad)

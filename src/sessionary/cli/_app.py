@@ -27,6 +27,7 @@ from sessionary import __version__
 from sessionary._sync.manager import SessionManager
 from sessionary._sync.stores.adapter import wrap_engine
 from sessionary._sync.stores.base import Store
+from sessionary.cli._views import PrintableOnly, printable
 from sessionary.crypto import Encryption, Keyring
 from sessionary.errors import MessageNotFound, SessionaryError, SessionNotFound
 from sessionary.ids import check_id
@@ -77,9 +78,11 @@ def _console(stream: Any) -> Console:
     terminal = stream.isatty() if hasattr(stream, "isatty") else False
     # Off a terminal nothing wraps lines for the reader, so tables get room to breathe.
     width = None if terminal else int(os.environ.get("COLUMNS") or 160)
-    return Console(
+    console = Console(
         file=stream, width=width, markup=False, highlight=False, emoji=False, soft_wrap=False
     )
+    console.push_render_hook(PrintableOnly())  # stored text never steers the terminal
+    return console
 
 
 def env_encryption() -> Encryption | None:
@@ -252,16 +255,16 @@ class Env:
             self.out.print(item, soft_wrap=soft_wrap)
 
     def echo(self, text: str = "") -> None:
-        """Print one line of plain text on standard output, exactly as given."""
-        self.out.file.write(text + "\n")
+        """Print plain text and a newline on standard output, control characters shown."""
+        self.out.file.write(printable(text, lines=True) + "\n")
 
     def note(self, text: str) -> None:
         """Print a remark for the person reading (not data) on standard error."""
-        self.err.file.write(text + "\n")
+        self.err.file.write(printable(text, lines=True) + "\n")
 
     def echo_json(self, value: Any) -> None:
-        """Print a JSON value, indented."""
-        self.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+        """Print a JSON value, indented (JSON escapes the control characters itself)."""
+        self.out.file.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 pass_env = click.make_pass_decorator(Env)
@@ -366,10 +369,13 @@ def root(ctx: click.Context, db: str | None, tenant: str, user: str, no_pager: b
 
 
 def _one_line(error: BaseException) -> str:
+    """The error as one line, its control characters shown (it may quote stored names)."""
     if isinstance(error, OSError) and error.strerror:
         where = error.filename
-        return f"{error.strerror}: {where}" if where is not None else error.strerror
-    return " ".join(str(error).split()) or type(error).__name__
+        text = f"{error.strerror}: {where}" if where is not None else error.strerror
+    else:
+        text = " ".join(str(error).split()) or type(error).__name__
+    return printable(text)
 
 
 def _silence_stdout() -> None:

@@ -20,6 +20,7 @@ from sessionary.cli._app import (
     root,
     store_options,
 )
+from sessionary.cli._views import printable
 
 __all__: list[str] = []
 
@@ -153,7 +154,7 @@ def keys_list(env: Env, key_tenant: str | None, as_json: bool) -> None:
     for key in found:
         state = f"revoked {key['revoked_at']}" if key.get("revoked_at") else "active"
         bound = f"{key['tenant']}/{key['user']}" if key.get("user") else key["tenant"]
-        env.echo(f"{key['id']}  {bound}  {key.get('name') or '-'}  {state}")
+        env.echo(f"{key['id']}  {bound}  {printable(key.get('name') or '-')}  {state}")
 
 
 @keys_group.command("revoke")

@@ -213,3 +213,60 @@ def test_names_with_control_characters_are_refused(tmp_path: Path) -> None:
     for bad in ("a\x1b]52;c;x\x07", "a\x9b2J", "a\u202eb"):
         with pytest.raises(InvalidInput):
             create_key(str(tmp_path / "n.db"), "acme", None, bad)
+
+
+# ---------------------------------------------------------------------------- mistyped paths
+
+CHANGERS = [
+    ["keys", "list"],
+    ["keys", "revoke", "k1"],
+    ["rekey"],
+    ["sweep"],
+    ["erase", "--tenant", "acme", "--yes"],
+    ["rm", "--all", "--yes"],
+    ["search", "x"],
+]
+
+
+@pytest.mark.parametrize("args", CHANGERS, ids=lambda args: " ".join(args))
+def test_commands_that_change_a_store_never_make_one(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+) -> None:
+    monkeypatch.setenv("SESSIONARY_KEYS", "k1=" + "A" * 43 + "=")
+    missing = tmp_path / "typo.db"
+    code, _, err = run(capsys, *args, "--db", str(missing))
+    one_line_error(code, err, "no database at")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", CHANGERS, ids=lambda args: " ".join(args))
+def test_commands_that_change_a_store_leave_a_foreign_file_alone(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+) -> None:
+    import sqlite3
+
+    monkeypatch.setenv("SESSIONARY_KEYS", "k1=" + "A" * 43 + "=")
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as foreign:
+        foreign.execute("CREATE TABLE notes (text TEXT)")
+    foreign.close()
+    before = path.read_bytes()
+    code, _, err = run(capsys, *args, "--db", str(path))
+    one_line_error(code, err, "not a sessionary database")
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["app.db"]
+
+
+def test_rekey_without_keys_opens_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SESSIONARY_KEYS", raising=False)
+    code, _, err = run(capsys, "--db", str(tmp_path / "new.db"), "rekey")
+    one_line_error(code, err, "SESSIONARY_KEYS")
+    assert list(tmp_path.iterdir()) == []

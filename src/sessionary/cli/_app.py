@@ -46,6 +46,7 @@ __all__ = [
     "env_encryption",
     "json_option",
     "main",
+    "open_existing",
     "root",
     "store_options",
 ]
@@ -55,7 +56,7 @@ ENV_KEYS = "SESSIONARY_KEYS"
 DEFAULT_DB = "./sessionary.db"
 LIST_PAGE = 200
 F = TypeVar("F", bound=Callable[..., Any])
-OpenMode = Literal["read", "index", "write"]
+OpenMode = Literal["read", "update", "write"]
 
 
 class CLIError(Exception):
@@ -126,9 +127,11 @@ class Env:
 
         `mode` says what the command does to the store. "read" opens a SQLite file
         read-only, so a file that is not a sessionary database (or an empty one) is
-        refused and left byte-identical. "index" (search) checks the file the same way,
-        then opens it for writing, since a search first brings the full-text index up to
-        date. "write" opens (and creates) it for writing.
+        refused and left byte-identical. "update" checks the file the same way, then
+        opens it for writing: for commands that change a store but have no business
+        making one (search, which brings the full-text index up to date, rm, rekey,
+        erase, sweep), so a mistyped path is an error, not a new empty database. "write"
+        opens, and creates, it for writing (demo, import).
 
         Raises:
             CLIError: If a command that does not create a store names a missing file.
@@ -145,21 +148,24 @@ class Env:
     def _open(self, mode: OpenMode) -> Store:
         from sessionary._sync.stores.registry import open_store
 
-        parsed = parse_store_url(self.url)  # InvalidURL: a one-line error from main
-        path = parsed.sqlite_file
-        if mode == "write" or path is None:
+        if mode == "write":
             return open_store(self.url)
-        if not os.path.exists(path):
-            raise CLIError(
-                f"no database at {path} (pass --db or set {ENV_URL}; `sessionary demo` makes one)"
-            )
-        from sessionary.stores.sqlite import SQLiteEngine
-
-        reader = wrap_engine(SQLiteEngine(path, readonly=True, **parsed.options))  # type: ignore[arg-type]
+        reader = open_existing(self.url)
+        if reader is None:
+            return open_store(self.url)
         if mode == "read":
             return reader
         reader.close()
         return open_store(self.url)
+
+    def require_store(self) -> None:
+        """Refuse, changing nothing, a SQLite file that is missing or not a sessionary store.
+
+        For commands that hand the URL on to code that would create the file (`keys`).
+        """
+        reader = open_existing(self.url)
+        if reader is not None:
+            reader.close()
 
     def close(self) -> None:
         """Close the store, if a command opened it."""
@@ -267,6 +273,27 @@ class Env:
         self.out.file.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
+def open_existing(url: str) -> Store | None:
+    """Open the SQLite file `url` names read-only; None if `url` names no SQLite file.
+
+    Raises:
+        CLIError: If the file is missing.
+        SchemaError: If it is not a sessionary database at this code's schema version
+            (it is left byte-identical).
+    """
+    parsed = parse_store_url(url)  # InvalidURL: a one-line error from main
+    path = parsed.sqlite_file
+    if path is None:
+        return None
+    if not os.path.exists(path):
+        raise CLIError(
+            f"no database at {path} (pass --db or set {ENV_URL}; `sessionary demo` makes one)"
+        )
+    from sessionary.stores.sqlite import SQLiteEngine
+
+    return wrap_engine(SQLiteEngine(path, readonly=True, **parsed.options))  # type: ignore[arg-type]
+
+
 pass_env = click.make_pass_decorator(Env)
 
 
@@ -361,7 +388,9 @@ def root(ctx: click.Context, db: str | None, tenant: str, user: str, no_pager: b
 
     Commands that only read (ls, show, context, inspect, scopes, export) open a SQLite
     file read-only, so they never change it; search changes nothing but the full-text
-    index it brings up to date.
+    index it brings up to date. Only demo, import, migrate --to, keys create, serve and
+    mcp make a store where there is none; the others refuse a missing file or another
+    program's.
     """
     env = ctx.ensure_object(Env)
     env.db, env.tenant, env.user, env.pager = db, tenant, user, not no_pager

@@ -18,6 +18,7 @@ from sessionary.cli._app import (
     CLIError,
     Env,
     db_option,
+    env_encryption,
     json_option,
     pass_env,
     root,
@@ -42,7 +43,9 @@ def rekey_command(env: Env, as_json: bool) -> None:
     Messages and states are rewritten in place; a document gets a new latest version. Safe
     to run again, or beside writers.
     """
-    store = env.manager("write").store
+    if env_encryption() is None:  # before the store is opened: nothing to do without keys
+        raise CLIError(f"set {ENV_KEYS} to the keyring (id=base64key,...) to rotate keys")
+    store = env.manager("update").store
     if not isinstance(store, EncryptedStore):
         raise CLIError(f"set {ENV_KEYS} to the keyring (id=base64key,...) to rotate keys")
     done = store.rotate()
@@ -140,7 +143,7 @@ def erase_command(env: Env, tenant: str, user: str | None, yes: bool) -> None:
         if not click.confirm(f"Erase everything of {what}? This cannot be undone.", err=True):
             raise CLIError("nothing erased")
     env.tenant, env.user = tenant, user or "default"
-    manager = env.manager("write")
+    manager = env.manager("update")
     count = manager.erase_tenant() if user is None else manager.erase_user()
     env.echo(f"erased {what}: {plural(count, 'session')}")
 
@@ -164,5 +167,5 @@ def sweep_command(env: Env, batch_size: int, limit: int | None) -> None:
     frees their space. Batches commit one by one, so an interrupted sweep keeps what it
     did and the next one carries on; several sweepers may run at once.
     """
-    count = env.manager("write").sweep(batch_size=batch_size, limit=limit)
+    count = env.manager("update").sweep(batch_size=batch_size, limit=limit)
     env.echo(f"swept {plural(count, 'expired session')}")

@@ -373,7 +373,7 @@ def search_command(
     the store's full-text index up to date (the only write it makes); a SQLite file that
     is not a sessionary database is refused unchanged.
     """
-    manager = env.manager("index")
+    manager = env.manager("update")
     if session_id is not None:
         session_id = env.session_id(session_id)
     hits = manager.search(query, limit=limit, session_id=session_id, role=role)

@@ -147,6 +147,7 @@ def keys_create(env: Env, tenant: str, key_user: str | None, name: str) -> None:
 @pass_env
 def keys_list(env: Env, key_tenant: str | None, as_json: bool) -> None:
     """List the keys (never their secrets), revoked ones included."""
+    env.require_store()
     found = [key.to_dict() for key in _server().list_keys(env.url, key_tenant)]
     if as_json:
         env.echo_json(found)
@@ -163,4 +164,5 @@ def keys_list(env: Env, key_tenant: str | None, as_json: bool) -> None:
 @pass_env
 def keys_revoke(env: Env, key_id: str) -> None:
     """Revoke a key; servers stop accepting it within their key cache time (5 s)."""
+    env.require_store()
     env.echo_json(_server().revoke_key(env.url, key_id).to_dict())

@@ -285,7 +285,7 @@ def rm_command(
         return
     if not yes:
         _confirm(env, chosen)
-    manager = env.manager("write")
+    manager = env.manager("update")
     for info in chosen:
         manager.delete(info.id)
     env.echo(f"deleted {plural(len(chosen), 'session')}")

@@ -270,3 +270,45 @@ def test_rekey_without_keys_opens_nothing(
     code, _, err = run(capsys, "--db", str(tmp_path / "new.db"), "rekey")
     one_line_error(code, err, "SESSIONARY_KEYS")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- absurd options
+
+
+@pytest.mark.parametrize("when", ["99999999999d", "999999999d", "99999999999999w", "0001-01-01"])
+@pytest.mark.parametrize(
+    "option", [["ls", "--since"], ["audit", "--before"], ["rm", "--yes", "--before"]]
+)
+def test_moments_beyond_the_calendar_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], db: Path, option: list[str], when: str
+) -> None:
+    code, _, err = run(capsys, "--db", str(db), *option, when)
+    assert code == 2, err
+    assert "Traceback" not in err and "further back than the calendar goes" in err
+    assert len(json.loads(run(capsys, "--db", str(db), "ls", "--json")[1])) == 2
+
+
+@pytest.mark.parametrize(
+    ("option", "reference", "fragment"),
+    [
+        ("--compaction", "json:dumps", "calling 'json:dumps' raised TypeError"),
+        ("--config", "sys:exit", "calling 'sys:exit' exited"),
+        ("--config", "sessionary:__version__", "is a str, not a SessionConfig"),
+    ],
+)
+def test_context_reports_a_failing_reference_on_one_line(
+    capsys: pytest.CaptureFixture[str], db: Path, option: str, reference: str, fragment: str
+) -> None:
+    session_id = json.loads(run(capsys, "--db", str(db), "ls", "--json")[1])[0]["id"]
+    code, _, err = run(capsys, "--db", str(db), "context", session_id, option, reference)
+    one_line_error(code, err, fragment)
+
+
+def test_context_takes_a_config_class_as_a_factory(
+    capsys: pytest.CaptureFixture[str], db: Path
+) -> None:
+    session_id = json.loads(run(capsys, "--db", str(db), "ls", "--json")[1])[0]["id"]
+    args = ["context", session_id, "--config", "sessionary.blocks:SessionConfig", "--json"]
+    code, out, err = run(capsys, "--db", str(db), *args)
+    assert code == 0, err
+    assert json.loads(out)["notes"] == []  # the given config, not the stored blocks

@@ -55,13 +55,16 @@ class Since(click.ParamType[datetime]):
             return value
         text = str(value).strip()
         found = _AGO.match(text)
-        if found:
-            return datetime.now(UTC) - timedelta(**{_UNITS[found[2]]: int(found[1])})
         try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            self.fail(f"{text!r} is neither a date (2025-06-01) nor an age (30m, 2h, 7d)")
-        return moment if moment.tzinfo else moment.astimezone()
+            if found:
+                return datetime.now(UTC) - timedelta(**{_UNITS[found[2]]: int(found[1])})
+            try:
+                moment = datetime.fromisoformat(text)
+            except ValueError:
+                self.fail(f"{text!r} is neither a date (2025-06-01) nor an age (30m, 2h, 7d)")
+            return moment if moment.tzinfo else moment.astimezone()
+        except (OverflowError, ValueError):  # before year 1 (or a local time of year 1)
+            self.fail(f"{text!r} is further back than the calendar goes (year 1)")
 
 
 def selected_sessions(

@@ -312,3 +312,53 @@ def test_context_takes_a_config_class_as_a_factory(
     code, out, err = run(capsys, "--db", str(db), *args)
     assert code == 0, err
     assert json.loads(out)["notes"] == []  # the given config, not the stored blocks
+
+
+# ---------------------------------------------------------------------------- ids
+
+
+@pytest.fixture
+def audited(tmp_path: Path) -> tuple[str, str]:
+    """A store whose audit trail holds changes to one session."""
+    url = str(tmp_path / "a.db")
+    with sessionary.SessionManager(url, audit=True, actor="alice") as manager:
+        chat = manager.create(name="audited")
+        chat.append(Message.user("hello"))
+        chat.update_state({"step": 1})
+        manager.create(name="other").update_state({"step": 2})
+    return url, chat.id
+
+
+def test_audit_takes_a_session_prefix_and_shows_whole_ids(
+    capsys: pytest.CaptureFixture[str], audited: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, session_id = audited
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run(capsys, "--db", url, "audit", "--session", session_id[:-4])
+    assert code == 0, err
+    rows = out.splitlines()[1:]
+    assert rows and all(session_id in row for row in rows)
+    assert "…" not in out
+    whole = json.loads(run(capsys, "--db", url, "audit", "--json")[1])
+    assert len(rows) == sum(entry["session_id"] == session_id for entry in whole)
+
+
+def test_audit_of_a_deleted_session_takes_its_id(
+    capsys: pytest.CaptureFixture[str], audited: tuple[str, str]
+) -> None:
+    url, session_id = audited
+    with sessionary.SessionManager(url, audit=True, actor="alice") as manager:
+        manager.delete(session_id)
+    code, out, err = run(capsys, "--db", url, "audit", "--session", session_id, "--json")
+    assert code == 0, err
+    assert "session.delete" in {entry["action"] for entry in json.loads(out)}
+
+
+def test_mcp_refuses_an_unknown_session(
+    capsys: pytest.CaptureFixture[str], audited: tuple[str, str]
+) -> None:
+    pytest.importorskip("mcp")
+    url, _ = audited
+    code, out, err = run(capsys, "--db", url, "mcp", "--session", "no-such-session")
+    one_line_error(code, err, "no session 'no-such-session'")
+    assert out == ""

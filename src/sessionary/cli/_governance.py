@@ -25,7 +25,8 @@ from sessionary.cli._app import (
     store_options,
 )
 from sessionary.cli._read import Since
-from sessionary.cli._views import plural
+from sessionary.cli._views import plural, printable
+from sessionary.errors import SessionNotFound
 from sessionary.ids import check_id
 
 __all__: list[str] = []
@@ -85,6 +86,8 @@ def audit_command(
     what other code records (an erasure). The trail is the tenant's; without
     --every-user only the changes to --user's data are shown.
     """
+    if session_id is not None:
+        session_id = _audited_session(env, session_id)
     entries = env.manager().audit(
         limit=limit,
         actor=actor,
@@ -102,20 +105,43 @@ def audit_command(
         return
     from rich.table import Table
 
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("TIME", "ACTOR", "USER", "ACTION", "SESSION", "TARGET", "DETAIL"):
-        table.add_column(column)
-    for entry in entries:
-        table.add_row(
+    rows = [
+        (
             entry.at.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
-            entry.actor,
+            printable(entry.actor),
             entry.user,
-            entry.action,
+            printable(entry.action),
             entry.session_id or "",
-            entry.target or "",
+            printable(entry.target or ""),
             json.dumps(entry.detail, ensure_ascii=False) if entry.detail else "",
         )
-    env.print(table)
+        for entry in entries
+    ]
+    # Ids are copied from here into other commands: nothing is cut, so on a narrow
+    # terminal the lines run long (one entry, one line) rather than lose characters.
+    names = ("TIME", "ACTOR", "USER", "ACTION", "SESSION", "TARGET", "DETAIL")
+    widths = [max(len(name), *(len(row[n]) for row in rows)) for n, name in enumerate(names)]
+    needed = sum(widths) + 2 * (len(widths) - 1)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.width = needed if needed > env.out.width else None
+    for name, width in zip(names, widths, strict=True):
+        table.add_column(name, no_wrap=True, min_width=width)
+    for row in rows:
+        table.add_row(*row)
+    with env.paged():
+        env.print(table, soft_wrap=True)
+
+
+def _audited_session(env: Env, text: str) -> str:
+    """The session id `text` names: a live session's id or unique prefix, else `text` as is.
+
+    A deleted session's changes stay in the trail, so an id no session has any more is
+    looked for as it was typed.
+    """
+    try:
+        return env.session_id(text)
+    except SessionNotFound:
+        return text
 
 
 @root.command("erase")

@@ -105,8 +105,13 @@ def mcp_command(
 
     Over http every request needs an API key (`sessionary keys create TENANT`, sent as
     `Authorization: Bearer`) and acts in its key's tenant (and user, if bound to one).
+    On stdio (or with --no-auth) --session names a session of the scope (any unique
+    prefix); without --session each call names its own, made if new.
     """
     commands = _server()
+    if session_id is not None and (transport == "stdio" or no_auth):
+        session_id = env.session_id(session_id)  # a typo would bind a new, empty session
+        env.close()
     commands.mcp(
         env.url,
         transport=transport,

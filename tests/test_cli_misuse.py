@@ -362,3 +362,51 @@ def test_mcp_refuses_an_unknown_session(
     code, out, err = run(capsys, "--db", url, "mcp", "--session", "no-such-session")
     one_line_error(code, err, "no session 'no-such-session'")
     assert out == ""
+
+
+# ---------------------------------------------------------------------------- migrate
+
+
+def test_migrate_refuses_a_target_holding_other_sessions_before_copying(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "t.db"
+    with sessionary.SessionManager(str(target)) as manager:
+        manager.create(name="already here")
+    code, _, err = run(capsys, "migrate", "--from", str(db), "--to", str(target))
+    one_line_error(code, err, "already holds data", "not in the --from store")
+    assert len(json.loads(run(capsys, "--db", str(target), "ls", "--json")[1])) == 1
+
+    resumed = tmp_path / "r.db"  # a target holding only the source's sessions: resumed
+    assert run(capsys, "migrate", "--from", str(db), "--to", str(resumed))[0] == 0
+    code, out, err = run(capsys, "migrate", "--from", str(db), "--to", str(resumed))
+    assert code == 0, err
+    assert "2 already there" in out and "verified" in out
+
+
+@pytest.mark.parametrize(
+    "spelling", ["sqlite:///{path}", "{folder}/./s.db", "{folder}/../{name}/s.db"]
+)
+def test_migrate_sees_the_same_file_under_another_name(
+    capsys: pytest.CaptureFixture[str], db: Path, spelling: str
+) -> None:
+    other = spelling.format(path=db, folder=db.parent, name=db.parent.name)
+    before = digest(db)
+    code, _, err = run(capsys, "migrate", "--from", str(db), "--to", other)
+    one_line_error(code, err, "the same store")
+    assert digest(db) == before
+
+
+def test_migrate_leaves_a_foreign_source_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as foreign:
+        foreign.execute("CREATE TABLE notes (text TEXT)")
+    foreign.close()
+    before = digest(path)
+    code, _, err = run(capsys, "migrate", "--from", str(path), "--to", str(tmp_path / "t.db"))
+    one_line_error(code, err, "not a sessionary database")
+    assert digest(path) == before

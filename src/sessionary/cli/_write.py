@@ -17,15 +17,25 @@ from rich.rule import Rule
 from rich.text import Text
 
 from sessionary._demo import build_demo
+from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.registry import open_store
 from sessionary._sync.transfer import Importer
-from sessionary.cli._app import CLIError, Env, complete_session, pass_env, root, store_options
+from sessionary.cli._app import (
+    LIST_PAGE,
+    CLIError,
+    Env,
+    complete_session,
+    open_existing,
+    pass_env,
+    root,
+    store_options,
+)
 from sessionary.cli._progress import Reporter
 from sessionary.cli._read import Since, selected_sessions
 from sessionary.cli._views import plural, render_hit, session_table, unique_prefixes
 from sessionary.errors import AlreadyExists, SessionaryError, SessionNotFound
 from sessionary.migrate import MigrationProgress, MigrationResult, migrate, verify
-from sessionary.records import SessionInfo, load_json
+from sessionary.records import SessionFilter, SessionInfo, load_json
 from sessionary.stores.urls import parse_store_url
 from sessionary.transfer import Existing
 
@@ -318,6 +328,41 @@ def _summary(result: MigrationResult) -> str:
     )
 
 
+def _same_store(source_url: str, target_url: str) -> bool:
+    """Whether two URLs name one store: the same text, or the same SQLite file."""
+    source, target = parse_store_url(source_url), parse_store_url(target_url)
+    if source_url == target_url:
+        return True
+    if source.sqlite_file is None or target.sqlite_file is None:
+        return False
+    if os.path.exists(source.sqlite_file) and os.path.exists(target.sqlite_file):
+        return os.path.samefile(source.sqlite_file, target.sqlite_file)
+    return os.path.realpath(source.sqlite_file) == os.path.realpath(target.sqlite_file)
+
+
+def _refuse_foreign_sessions(source: Store, target: Store) -> None:
+    """Refuse, before copying anything, a target holding sessions the source does not.
+
+    Verification compares whole scopes, so such a target would take the copy and then
+    fail verification on every run. A target holding only sessions of the source (an
+    interrupted migrate's) is taken: they are skipped.
+    """
+    for scope in target.list_scopes():
+        cursor: str | None = None
+        while True:
+            page = target.list_sessions(scope, SessionFilter(), LIST_PAGE, cursor)
+            for info in page.items:
+                if source.get_session(scope, info.id) is None:
+                    raise CLIError(
+                        f"the --to store already holds data: session {info.id!r} of tenant "
+                        f"{scope.tenant!r} user {scope.user!r} is not in the --from store; "
+                        "migrate into an empty store (or one a migrate from this store began)"
+                    )
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+
+
 @root.command("migrate")
 @click.option("--from", "source_url", metavar="URL", required=True, help="Copy from this store.")
 @click.option("--to", "target_url", metavar="URL", required=True, help="Copy into this store.")
@@ -336,17 +381,20 @@ def migrate_command(env: Env, source_url: str, target_url: str, replace: bool) -
     an interruption: sessions already copied are skipped. --db, --tenant and --user are
     not used.
     """
+    if _same_store(source_url, target_url):
+        raise CLIError("--from and --to name the same store")
     path = parse_store_url(source_url).sqlite_file
     if path is not None and not os.path.exists(path):
         raise CLIError(f"no database at {path} (the --from store must exist)")
-    parse_store_url(target_url)
-    if source_url == target_url:
-        raise CLIError("--from and --to name the same store")
+    reader = open_existing(source_url)  # not a sessionary file: refused, unchanged
+    if reader is not None:
+        reader.close()
     with contextlib.ExitStack() as stack:
         source = open_store(source_url)
         stack.callback(source.close)
         target = open_store(target_url)
         stack.callback(target.close)
+        _refuse_foreign_sessions(source, target)
         with Reporter(env.err, "migrating", None, "sessions", every=100) as bar:
 
             def report(progress: MigrationProgress) -> None:

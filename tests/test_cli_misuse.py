@@ -410,3 +410,32 @@ def test_migrate_leaves_a_foreign_source_alone(
     code, _, err = run(capsys, "migrate", "--from", str(path), "--to", str(tmp_path / "t.db"))
     one_line_error(code, err, "not a sessionary database")
     assert digest(path) == before
+
+
+# ---------------------------------------------------------------------------- search
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-question OR answer"],
+        ["--limit", "5", "-question OR answer", "--json"],
+        ["-question OR answer", "--limit", "5", "--json"],
+        ["--", "-question OR answer"],
+    ],
+)
+def test_a_query_may_start_with_a_dash(
+    capsys: pytest.CaptureFixture[str], db: Path, args: list[str]
+) -> None:
+    code, out, err = run(capsys, "--db", str(db), "search", *args)
+    assert code == 0, err
+    assert "answer" in out and "question" not in out.replace("session", "")
+
+
+def test_a_one_word_dash_query_says_to_use_double_dash(
+    capsys: pytest.CaptureFixture[str], db: Path
+) -> None:
+    code, _, err = run(capsys, "--db", str(db), "search", "-question")
+    assert code == 2 and "goes after '--'" in err
+    code, out, err = run(capsys, "--db", str(db), "search", "--help")
+    assert "goes after --: sessionary search -- -draft" in " ".join(out.split())

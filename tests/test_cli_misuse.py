@@ -439,3 +439,51 @@ def test_a_one_word_dash_query_says_to_use_double_dash(
     assert code == 2 and "goes after '--'" in err
     code, out, err = run(capsys, "--db", str(db), "search", "--help")
     assert "goes after --: sessionary search -- -draft" in " ".join(out.split())
+
+
+# ---------------------------------------------------------------------------- exit statuses
+
+
+def test_a_reader_gone_early_is_status_1(tmp_path: Path) -> None:
+    """`| head -1`: under PYTHONUNBUFFERED the rest of a short write was dropped, status 0."""
+    import os
+    import subprocess
+    import sys
+
+    url = str(tmp_path / "big.db")
+    with sessionary.SessionManager(url) as manager:
+        chat = manager.create(name="big")
+        chat.append(Message.user("word " * 60_000))
+    source = str(Path(sessionary.__file__).parents[1])
+    for args in (["show", chat.id, "--json"], ["show", chat.id, "--full"], ["export"]):
+        with subprocess.Popen(
+            [sys.executable, "-m", "sessionary", "--db", url, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": source, "PYTHONUNBUFFERED": "1"},
+        ) as child:
+            assert child.stdout is not None and child.stderr is not None
+            child.stdout.read(10)  # the reader takes a little, then goes
+            child.stdout.close()
+            err = child.stderr.read()
+            assert (child.wait(timeout=120), err) == (1, b""), args
+
+
+@pytest.fixture
+def busy_port() -> object:
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
+
+
+@pytest.mark.parametrize("command", [["serve"], ["mcp", "--transport", "http"]])
+def test_a_server_that_cannot_listen_is_one_line(
+    capsys: pytest.CaptureFixture[str], db: Path, busy_port: int, command: list[str]
+) -> None:
+    pytest.importorskip("uvicorn")
+    for where in (["--port", str(busy_port)], ["--host", "256.1.1.1"]):
+        code, _, err = run(capsys, "--db", str(db), *command, *where)
+        one_line_error(code, err, "cannot listen on")

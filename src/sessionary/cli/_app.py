@@ -9,10 +9,12 @@ a terminal unless `--no-pager`), and turns any id prefix into the one id it name
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import pydoc
 import shlex
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -72,7 +74,23 @@ class _Pager(Pager):
 
     def show(self, content: str) -> None:
         os.environ.setdefault("LESS", "FRX")
+        command = os.environ.get("MANPAGER") or os.environ.get("PAGER")
+        sys.stdout.flush()  # what was printed before goes first
+        if command and not _runnable(command):  # pydoc would lose the output to a shell error
+            sys.stdout.write(content)
+            sys.stderr.write(f"sessionary: the pager {command!r} ($PAGER) was not found\n")
+            return
         pydoc.pager(content)
+
+
+def _runnable(command: str) -> bool:
+    """Whether a shell command line's program exists (a `VAR=value` prefix is skipped)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return True  # the shell may make sense of it; pydoc runs it through one
+    program = next((word for word in words if "=" not in word), None)
+    return program is None or shutil.which(program) is not None
 
 
 def _console(stream: Any) -> Console:
@@ -426,8 +444,38 @@ def main(argv: list[str] | None = None) -> int:
         0 on success, 1 after an error (reported on one line of stderr), 2 for a usage
         error, 130 when interrupted.
     """
+    with _whole_writes():
+        return _run(argv)
+
+
+@contextlib.contextmanager
+def _whole_writes() -> Iterator[None]:
+    """Make standard output write everything it is given, or fail: never lose a part unseen.
+
+    Under `python -u` or PYTHONUNBUFFERED, `sys.stdout` writes straight to the file and
+    drops what a short write leaves (a pipe whose reader has gone: `ls --json | head -1`),
+    so output was cut with status 0. A buffered writer on the same descriptor writes the
+    rest, and so meets the closed pipe as `BrokenPipeError`.
+    """
+    stdout = sys.stdout
+    if not isinstance(getattr(stdout, "buffer", None), io.RawIOBase):
+        yield
+        return
+    sys.stdout = open(  # noqa: SIM115 - it is flushed, and the descriptor stays open
+        stdout.fileno(), "w", encoding=stdout.encoding, errors=stdout.errors, closefd=False
+    )
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        sys.stdout = stdout
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         result = root.main(args=argv, prog_name="sessionary", standalone_mode=False)
+        sys.stdout.flush()  # so a reader gone early (`ls --json | head -1`) is seen here
     except click.UsageError as exc:
         exc.show()
         return 2

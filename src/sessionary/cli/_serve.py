@@ -6,12 +6,16 @@ these commands runs, so the rest of the CLI works without the extra installed.
 
 from __future__ import annotations
 
+import contextlib
+import socket
+from collections.abc import Iterator
 from types import ModuleType
 
 import click
 
 from sessionary._optional import require
 from sessionary.cli._app import (
+    CLIError,
     Env,
     db_option,
     env_encryption,
@@ -23,6 +27,33 @@ from sessionary.cli._app import (
 from sessionary.cli._views import printable
 
 __all__: list[str] = []
+
+
+def _check_address(host: str, port: int) -> None:
+    """Refuse, on one line, an address the server could not listen on (before it starts).
+
+    Otherwise uvicorn logs the failure over several lines and exits with its own status.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+            probe.bind(address)
+    except OSError as exc:
+        raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def _one_line_exit() -> Iterator[None]:
+    """Turn the server's own exit with a failure status into a one-line error (status 1)."""
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code in (0, None):
+            raise
+        raise CLIError(f"the server stopped (status {exc.code}; its log says why)") from None
 
 
 def _server() -> ModuleType:
@@ -53,16 +84,19 @@ def serve_command(env: Env, host: str, port: int, no_auth: bool, cors: tuple[str
     key's tenant (and user, for a key bound to one); another tenant's ids answer 404.
     With $SESSIONARY_KEYS set, what it stores is encrypted at rest, as with every command.
     """
-    _server().serve(
-        env.url,
-        host=host,
-        port=port,
-        auth=not no_auth,
-        tenant=env.tenant,
-        user=env.user,
-        cors_origins=list(cors),
-        encryption=env_encryption(),
-    )
+    commands = _server()
+    _check_address(host, port)
+    with _one_line_exit():
+        commands.serve(
+            env.url,
+            host=host,
+            port=port,
+            auth=not no_auth,
+            tenant=env.tenant,
+            user=env.user,
+            cors_origins=list(cors),
+            encryption=env_encryption(),
+        )
 
 
 @root.command("mcp")
@@ -112,19 +146,22 @@ def mcp_command(
     if session_id is not None and (transport == "stdio" or no_auth):
         session_id = env.session_id(session_id)  # a typo would bind a new, empty session
         env.close()
-    commands.mcp(
-        env.url,
-        transport=transport,
-        tenant=env.tenant,
-        user=env.user,
-        session_id=session_id,
-        blocks=blocks or commands.DEFAULT_MCP_BLOCKS,
-        history=not no_history,
-        host=host,
-        port=port,
-        auth=not no_auth,
-        encryption=env_encryption(),
-    )
+    if transport == "http":
+        _check_address(host, port)
+    with _one_line_exit():
+        commands.mcp(
+            env.url,
+            transport=transport,
+            tenant=env.tenant,
+            user=env.user,
+            session_id=session_id,
+            blocks=blocks or commands.DEFAULT_MCP_BLOCKS,
+            history=not no_history,
+            host=host,
+            port=port,
+            auth=not no_auth,
+            encryption=env_encryption(),
+        )
 
 
 @root.group("keys")

@@ -136,3 +136,12 @@ def test_search_hits_are_styled_on_a_terminal_and_never_marked(setup: dict[str, 
     assert code == 0, screen
     assert "\x1b[1;7mzebras\x1b[0m" in screen  # the span, in bold reverse video
     assert "a **bold** claim about" in screen and "****" not in screen
+
+
+def test_a_missing_pager_loses_no_output(setup: dict[str, object]) -> None:
+    env = {**setup["env"], "PAGER": "nonexistent-pager-xyz --flag"}  # type: ignore[dict-item]
+    code, screen = on_terminal("--db", str(setup["url"]), "show", str(setup["id"]), env=env)
+    assert code == 0, screen
+    assert (
+        "answer 59" in screen and "'nonexistent-pager-xyz --flag' ($PAGER) was not found" in screen
+    )

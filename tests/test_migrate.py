@@ -188,7 +188,7 @@ def test_verification_catches_a_tampered_target(sqlite_urls: tuple[str, str]) ->
     assert "tenant 'acme' user 'bob'" in mismatch.describe()
 
 
-def test_cli_reports_failed_verification_on_one_line(
+def test_cli_refuses_a_target_with_other_sessions_before_copying(
     capsys: pytest.CaptureFixture[str], sqlite_urls: tuple[str, str]
 ) -> None:
     source, target = sqlite_urls
@@ -197,9 +197,11 @@ def test_cli_reports_failed_verification_on_one_line(
         alice.create(id="already-here")  # an extra session the source does not have
     code = main(["migrate", "--from", source, "--to", target])
     _, err = capsys.readouterr()
-    assert code == 1
-    assert err.splitlines()[-1].startswith("sessionary: error: verification failed: ")
-    assert "tenant 'acme' user 'alice'" in err and "Traceback" not in err
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("sessionary: error: the --to store already holds data: ")
+    assert "'already-here' of tenant 'acme' user 'alice'" in err
+    with open_store(target) as dst:  # refused before anything was copied
+        assert [s.tenant for s in dst.list_scopes()] == ["acme"]
 
 
 def test_a_differing_session_stops_the_copy_unless_replace(

@@ -9,10 +9,12 @@ a terminal unless `--no-pager`), and turns any id prefix into the one id it name
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import pydoc
 import shlex
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ from sessionary import __version__
 from sessionary._sync.manager import SessionManager
 from sessionary._sync.stores.adapter import wrap_engine
 from sessionary._sync.stores.base import Store
+from sessionary.cli._views import PrintableOnly, printable
 from sessionary.crypto import Encryption, Keyring
 from sessionary.errors import MessageNotFound, SessionaryError, SessionNotFound
 from sessionary.ids import check_id
@@ -45,6 +48,7 @@ __all__ = [
     "env_encryption",
     "json_option",
     "main",
+    "open_existing",
     "root",
     "store_options",
 ]
@@ -54,7 +58,7 @@ ENV_KEYS = "SESSIONARY_KEYS"
 DEFAULT_DB = "./sessionary.db"
 LIST_PAGE = 200
 F = TypeVar("F", bound=Callable[..., Any])
-OpenMode = Literal["read", "index", "write"]
+OpenMode = Literal["read", "update", "write"]
 
 
 class CLIError(Exception):
@@ -70,16 +74,34 @@ class _Pager(Pager):
 
     def show(self, content: str) -> None:
         os.environ.setdefault("LESS", "FRX")
+        command = os.environ.get("MANPAGER") or os.environ.get("PAGER")
+        sys.stdout.flush()  # what was printed before goes first
+        if command and not _runnable(command):  # pydoc would lose the output to a shell error
+            sys.stdout.write(content)
+            sys.stderr.write(f"sessionary: the pager {command!r} ($PAGER) was not found\n")
+            return
         pydoc.pager(content)
+
+
+def _runnable(command: str) -> bool:
+    """Whether a shell command line's program exists (a `VAR=value` prefix is skipped)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return True  # the shell may make sense of it; pydoc runs it through one
+    program = next((word for word in words if "=" not in word), None)
+    return program is None or shutil.which(program) is not None
 
 
 def _console(stream: Any) -> Console:
     terminal = stream.isatty() if hasattr(stream, "isatty") else False
     # Off a terminal nothing wraps lines for the reader, so tables get room to breathe.
     width = None if terminal else int(os.environ.get("COLUMNS") or 160)
-    return Console(
+    console = Console(
         file=stream, width=width, markup=False, highlight=False, emoji=False, soft_wrap=False
     )
+    console.push_render_hook(PrintableOnly())  # stored text never steers the terminal
+    return console
 
 
 def env_encryption() -> Encryption | None:
@@ -123,9 +145,11 @@ class Env:
 
         `mode` says what the command does to the store. "read" opens a SQLite file
         read-only, so a file that is not a sessionary database (or an empty one) is
-        refused and left byte-identical. "index" (search) checks the file the same way,
-        then opens it for writing, since a search first brings the full-text index up to
-        date. "write" opens (and creates) it for writing.
+        refused and left byte-identical. "update" checks the file the same way, then
+        opens it for writing: for commands that change a store but have no business
+        making one (search, which brings the full-text index up to date, rm, rekey,
+        erase, sweep), so a mistyped path is an error, not a new empty database. "write"
+        opens, and creates, it for writing (demo, import).
 
         Raises:
             CLIError: If a command that does not create a store names a missing file.
@@ -142,21 +166,24 @@ class Env:
     def _open(self, mode: OpenMode) -> Store:
         from sessionary._sync.stores.registry import open_store
 
-        parsed = parse_store_url(self.url)  # InvalidURL: a one-line error from main
-        path = parsed.sqlite_file
-        if mode == "write" or path is None:
+        if mode == "write":
             return open_store(self.url)
-        if not os.path.exists(path):
-            raise CLIError(
-                f"no database at {path} (pass --db or set {ENV_URL}; `sessionary demo` makes one)"
-            )
-        from sessionary.stores.sqlite import SQLiteEngine
-
-        reader = wrap_engine(SQLiteEngine(path, readonly=True, **parsed.options))  # type: ignore[arg-type]
+        reader = open_existing(self.url)
+        if reader is None:
+            return open_store(self.url)
         if mode == "read":
             return reader
         reader.close()
         return open_store(self.url)
+
+    def require_store(self) -> None:
+        """Refuse, changing nothing, a SQLite file that is missing or not a sessionary store.
+
+        For commands that hand the URL on to code that would create the file (`keys`).
+        """
+        reader = open_existing(self.url)
+        if reader is not None:
+            reader.close()
 
     def close(self) -> None:
         """Close the store, if a command opened it."""
@@ -252,16 +279,37 @@ class Env:
             self.out.print(item, soft_wrap=soft_wrap)
 
     def echo(self, text: str = "") -> None:
-        """Print one line of plain text on standard output, exactly as given."""
-        self.out.file.write(text + "\n")
+        """Print plain text and a newline on standard output, control characters shown."""
+        self.out.file.write(printable(text, lines=True) + "\n")
 
     def note(self, text: str) -> None:
         """Print a remark for the person reading (not data) on standard error."""
-        self.err.file.write(text + "\n")
+        self.err.file.write(printable(text, lines=True) + "\n")
 
     def echo_json(self, value: Any) -> None:
-        """Print a JSON value, indented."""
-        self.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+        """Print a JSON value, indented (JSON escapes the control characters itself)."""
+        self.out.file.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def open_existing(url: str) -> Store | None:
+    """Open the SQLite file `url` names read-only; None if `url` names no SQLite file.
+
+    Raises:
+        CLIError: If the file is missing.
+        SchemaError: If it is not a sessionary database at this code's schema version
+            (it is left byte-identical).
+    """
+    parsed = parse_store_url(url)  # InvalidURL: a one-line error from main
+    path = parsed.sqlite_file
+    if path is None:
+        return None
+    if not os.path.exists(path):
+        raise CLIError(
+            f"no database at {path} (pass --db or set {ENV_URL}; `sessionary demo` makes one)"
+        )
+    from sessionary.stores.sqlite import SQLiteEngine
+
+    return wrap_engine(SQLiteEngine(path, readonly=True, **parsed.options))  # type: ignore[arg-type]
 
 
 pass_env = click.make_pass_decorator(Env)
@@ -358,7 +406,9 @@ def root(ctx: click.Context, db: str | None, tenant: str, user: str, no_pager: b
 
     Commands that only read (ls, show, context, inspect, scopes, export) open a SQLite
     file read-only, so they never change it; search changes nothing but the full-text
-    index it brings up to date.
+    index it brings up to date. Only demo, import, migrate --to, keys create, serve and
+    mcp make a store where there is none; the others refuse a missing file or another
+    program's.
     """
     env = ctx.ensure_object(Env)
     env.db, env.tenant, env.user, env.pager = db, tenant, user, not no_pager
@@ -366,10 +416,13 @@ def root(ctx: click.Context, db: str | None, tenant: str, user: str, no_pager: b
 
 
 def _one_line(error: BaseException) -> str:
+    """The error as one line, its control characters shown (it may quote stored names)."""
     if isinstance(error, OSError) and error.strerror:
         where = error.filename
-        return f"{error.strerror}: {where}" if where is not None else error.strerror
-    return " ".join(str(error).split()) or type(error).__name__
+        text = f"{error.strerror}: {where}" if where is not None else error.strerror
+    else:
+        text = " ".join(str(error).split()) or type(error).__name__
+    return printable(text)
 
 
 def _silence_stdout() -> None:
@@ -391,8 +444,38 @@ def main(argv: list[str] | None = None) -> int:
         0 on success, 1 after an error (reported on one line of stderr), 2 for a usage
         error, 130 when interrupted.
     """
+    with _whole_writes():
+        return _run(argv)
+
+
+@contextlib.contextmanager
+def _whole_writes() -> Iterator[None]:
+    """Make standard output write everything it is given, or fail: never lose a part unseen.
+
+    Under `python -u` or PYTHONUNBUFFERED, `sys.stdout` writes straight to the file and
+    drops what a short write leaves (a pipe whose reader has gone: `ls --json | head -1`),
+    so output was cut with status 0. A buffered writer on the same descriptor writes the
+    rest, and so meets the closed pipe as `BrokenPipeError`.
+    """
+    stdout = sys.stdout
+    if not isinstance(getattr(stdout, "buffer", None), io.RawIOBase):
+        yield
+        return
+    sys.stdout = open(  # noqa: SIM115 - it is flushed, and the descriptor stays open
+        stdout.fileno(), "w", encoding=stdout.encoding, errors=stdout.errors, closefd=False
+    )
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        sys.stdout = stdout
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         result = root.main(args=argv, prog_name="sessionary", standalone_mode=False)
+        sys.stdout.flush()  # so a reader gone early (`ls --json | head -1`) is seen here
     except click.UsageError as exc:
         exc.show()
         return 2

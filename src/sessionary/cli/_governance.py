@@ -18,13 +18,15 @@ from sessionary.cli._app import (
     CLIError,
     Env,
     db_option,
+    env_encryption,
     json_option,
     pass_env,
     root,
     store_options,
 )
 from sessionary.cli._read import Since
-from sessionary.cli._views import plural
+from sessionary.cli._views import plural, printable
+from sessionary.errors import SessionNotFound
 from sessionary.ids import check_id
 
 __all__: list[str] = []
@@ -42,7 +44,9 @@ def rekey_command(env: Env, as_json: bool) -> None:
     Messages and states are rewritten in place; a document gets a new latest version. Safe
     to run again, or beside writers.
     """
-    store = env.manager("write").store
+    if env_encryption() is None:  # before the store is opened: nothing to do without keys
+        raise CLIError(f"set {ENV_KEYS} to the keyring (id=base64key,...) to rotate keys")
+    store = env.manager("update").store
     if not isinstance(store, EncryptedStore):
         raise CLIError(f"set {ENV_KEYS} to the keyring (id=base64key,...) to rotate keys")
     done = store.rotate()
@@ -82,6 +86,8 @@ def audit_command(
     what other code records (an erasure). The trail is the tenant's; without
     --every-user only the changes to --user's data are shown.
     """
+    if session_id is not None:
+        session_id = _audited_session(env, session_id)
     entries = env.manager().audit(
         limit=limit,
         actor=actor,
@@ -99,20 +105,43 @@ def audit_command(
         return
     from rich.table import Table
 
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("TIME", "ACTOR", "USER", "ACTION", "SESSION", "TARGET", "DETAIL"):
-        table.add_column(column)
-    for entry in entries:
-        table.add_row(
+    rows = [
+        (
             entry.at.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
-            entry.actor,
+            printable(entry.actor),
             entry.user,
-            entry.action,
+            printable(entry.action),
             entry.session_id or "",
-            entry.target or "",
+            printable(entry.target or ""),
             json.dumps(entry.detail, ensure_ascii=False) if entry.detail else "",
         )
-    env.print(table)
+        for entry in entries
+    ]
+    # Ids are copied from here into other commands: nothing is cut, so on a narrow
+    # terminal the lines run long (one entry, one line) rather than lose characters.
+    names = ("TIME", "ACTOR", "USER", "ACTION", "SESSION", "TARGET", "DETAIL")
+    widths = [max(len(name), *(len(row[n]) for row in rows)) for n, name in enumerate(names)]
+    needed = sum(widths) + 2 * (len(widths) - 1)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.width = needed if needed > env.out.width else None
+    for name, width in zip(names, widths, strict=True):
+        table.add_column(name, no_wrap=True, min_width=width)
+    for row in rows:
+        table.add_row(*row)
+    with env.paged():
+        env.print(table, soft_wrap=True)
+
+
+def _audited_session(env: Env, text: str) -> str:
+    """The session id `text` names: a live session's id or unique prefix, else `text` as is.
+
+    A deleted session's changes stay in the trail, so an id no session has any more is
+    looked for as it was typed.
+    """
+    try:
+        return env.session_id(text)
+    except SessionNotFound:
+        return text
 
 
 @root.command("erase")
@@ -140,7 +169,7 @@ def erase_command(env: Env, tenant: str, user: str | None, yes: bool) -> None:
         if not click.confirm(f"Erase everything of {what}? This cannot be undone.", err=True):
             raise CLIError("nothing erased")
     env.tenant, env.user = tenant, user or "default"
-    manager = env.manager("write")
+    manager = env.manager("update")
     count = manager.erase_tenant() if user is None else manager.erase_user()
     env.echo(f"erased {what}: {plural(count, 'session')}")
 
@@ -164,5 +193,5 @@ def sweep_command(env: Env, batch_size: int, limit: int | None) -> None:
     frees their space. Batches commit one by one, so an interrupted sweep keeps what it
     did and the next one carries on; several sweepers may run at once.
     """
-    count = env.manager("write").sweep(batch_size=batch_size, limit=limit)
+    count = env.manager("update").sweep(batch_size=batch_size, limit=limit)
     env.echo(f"swept {plural(count, 'expired session')}")

@@ -209,10 +209,14 @@ def _inspect_scope(
 
 
 def load_object(reference: str) -> Any:
-    """Return the object a `module:attribute` reference names (a callable is called).
+    """Return the object a `module:attribute` reference names, called if it is callable.
+
+    A class is called too (with no arguments), so `myapp.agent:Config` gives a
+    `Config()` as a factory function would.
 
     Raises:
-        CLIError: If the module or the attribute cannot be found.
+        CLIError: If the module or the attribute cannot be found, or calling it fails
+            (or exits).
     """
     module_name, _, attribute = reference.partition(":")
     if not module_name or not attribute:
@@ -223,7 +227,13 @@ def load_object(reference: str) -> Any:
             found = getattr(found, name)
     except (ImportError, AttributeError) as exc:
         raise CLIError(f"cannot load {reference!r}: {exc}") from None
-    return found() if callable(found) and not isinstance(found, type) else found
+    if not callable(found):
+        return found
+    try:
+        return found()
+    except (Exception, SystemExit) as exc:  # the user's code: its failure is one line too
+        what = "exited" if isinstance(exc, SystemExit) else f"raised {type(exc).__name__}"
+        raise CLIError(f"calling {reference!r} {what}: {exc}") from None
 
 
 def _stored_blocks(manager: SessionManager, session_id: str) -> tuple[SessionConfig, list[str]]:

@@ -55,13 +55,16 @@ class Since(click.ParamType[datetime]):
             return value
         text = str(value).strip()
         found = _AGO.match(text)
-        if found:
-            return datetime.now(UTC) - timedelta(**{_UNITS[found[2]]: int(found[1])})
         try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            self.fail(f"{text!r} is neither a date (2025-06-01) nor an age (30m, 2h, 7d)")
-        return moment if moment.tzinfo else moment.astimezone()
+            if found:
+                return datetime.now(UTC) - timedelta(**{_UNITS[found[2]]: int(found[1])})
+            try:
+                moment = datetime.fromisoformat(text)
+            except ValueError:
+                self.fail(f"{text!r} is neither a date (2025-06-01) nor an age (30m, 2h, 7d)")
+            return moment if moment.tzinfo else moment.astimezone()
+        except (OverflowError, ValueError):  # before year 1 (or a local time of year 1)
+            self.fail(f"{text!r} is further back than the calendar goes (year 1)")
 
 
 def selected_sessions(
@@ -341,7 +344,47 @@ def _show_data(
 # ---------------------------------------------------------------------------- search
 
 
-@root.command("search")
+class _SearchCommand(click.Command):
+    """`search`, whose query may start with `-` (an excluded word: `-float OR Decimal`).
+
+    Click reads any word starting with `-` as an option. A query holding a space cannot
+    be one, so it is moved after `--` before parsing; a one-word query (`-draft`) is
+    ambiguous, so the error then says to put it after `--`.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, self._query_last(ctx, args))
+        except click.NoSuchOption as exc:
+            raise click.UsageError(
+                f"{exc.format_message()} (a query starting with '-' goes after '--': "
+                "sessionary search -- '-draft report')",
+                ctx,
+            ) from None
+
+    def _query_last(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            return args
+        taking = {
+            name
+            for param in self.get_params(ctx)
+            if isinstance(param, click.Option) and not param.is_flag
+            for name in param.opts
+        }
+        queries = [
+            i
+            for i, word in enumerate(args)
+            if word.startswith("-")
+            and any(c.isspace() for c in word)
+            and (i == 0 or args[i - 1] not in taking)
+        ]
+        if len(queries) != 1:
+            return args
+        query = args[queries[0]]
+        return [*args[: queries[0]], *args[queries[0] + 1 :], "--", query]
+
+
+@root.command("search", cls=_SearchCommand)
 @click.argument("query")
 @click.option(
     "--session",
@@ -368,12 +411,13 @@ def search_command(
     """Full-text search over the messages of every session in the scope, best first.
 
     Words must all match; "a phrase", pre*, a OR b, -excluded. Whole words match, never
-    stems (deploy* finds deployment). Snippets are the text as written; the matches are
+    stems (deploy* finds deployment). A query that starts with - and is one word goes
+    after --: sessionary search -- -draft. Snippets are the text as written; the matches are
     styled on a terminal, and --json gives them as spans. A search first brings
     the store's full-text index up to date (the only write it makes); a SQLite file that
     is not a sessionary database is refused unchanged.
     """
-    manager = env.manager("index")
+    manager = env.manager("update")
     if session_id is not None:
         session_id = env.session_id(session_id)
     hits = manager.search(query, limit=limit, session_id=session_id, role=role)

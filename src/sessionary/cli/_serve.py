@@ -6,12 +6,16 @@ these commands runs, so the rest of the CLI works without the extra installed.
 
 from __future__ import annotations
 
+import contextlib
+import socket
+from collections.abc import Iterator
 from types import ModuleType
 
 import click
 
 from sessionary._optional import require
 from sessionary.cli._app import (
+    CLIError,
     Env,
     db_option,
     env_encryption,
@@ -20,8 +24,36 @@ from sessionary.cli._app import (
     root,
     store_options,
 )
+from sessionary.cli._views import printable
 
 __all__: list[str] = []
+
+
+def _check_address(host: str, port: int) -> None:
+    """Refuse, on one line, an address the server could not listen on (before it starts).
+
+    Otherwise uvicorn logs the failure over several lines and exits with its own status.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+            probe.bind(address)
+    except OSError as exc:
+        raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def _one_line_exit() -> Iterator[None]:
+    """Turn the server's own exit with a failure status into a one-line error (status 1)."""
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code in (0, None):
+            raise
+        raise CLIError(f"the server stopped (status {exc.code}; its log says why)") from None
 
 
 def _server() -> ModuleType:
@@ -52,16 +84,19 @@ def serve_command(env: Env, host: str, port: int, no_auth: bool, cors: tuple[str
     key's tenant (and user, for a key bound to one); another tenant's ids answer 404.
     With $SESSIONARY_KEYS set, what it stores is encrypted at rest, as with every command.
     """
-    _server().serve(
-        env.url,
-        host=host,
-        port=port,
-        auth=not no_auth,
-        tenant=env.tenant,
-        user=env.user,
-        cors_origins=list(cors),
-        encryption=env_encryption(),
-    )
+    commands = _server()
+    _check_address(host, port)
+    with _one_line_exit():
+        commands.serve(
+            env.url,
+            host=host,
+            port=port,
+            auth=not no_auth,
+            tenant=env.tenant,
+            user=env.user,
+            cors_origins=list(cors),
+            encryption=env_encryption(),
+        )
 
 
 @root.command("mcp")
@@ -104,21 +139,29 @@ def mcp_command(
 
     Over http every request needs an API key (`sessionary keys create TENANT`, sent as
     `Authorization: Bearer`) and acts in its key's tenant (and user, if bound to one).
+    On stdio (or with --no-auth) --session names a session of the scope (any unique
+    prefix); without --session each call names its own, made if new.
     """
     commands = _server()
-    commands.mcp(
-        env.url,
-        transport=transport,
-        tenant=env.tenant,
-        user=env.user,
-        session_id=session_id,
-        blocks=blocks or commands.DEFAULT_MCP_BLOCKS,
-        history=not no_history,
-        host=host,
-        port=port,
-        auth=not no_auth,
-        encryption=env_encryption(),
-    )
+    if session_id is not None and (transport == "stdio" or no_auth):
+        session_id = env.session_id(session_id)  # a typo would bind a new, empty session
+        env.close()
+    if transport == "http":
+        _check_address(host, port)
+    with _one_line_exit():
+        commands.mcp(
+            env.url,
+            transport=transport,
+            tenant=env.tenant,
+            user=env.user,
+            session_id=session_id,
+            blocks=blocks or commands.DEFAULT_MCP_BLOCKS,
+            history=not no_history,
+            host=host,
+            port=port,
+            auth=not no_auth,
+            encryption=env_encryption(),
+        )
 
 
 @root.group("keys")
@@ -146,6 +189,7 @@ def keys_create(env: Env, tenant: str, key_user: str | None, name: str) -> None:
 @pass_env
 def keys_list(env: Env, key_tenant: str | None, as_json: bool) -> None:
     """List the keys (never their secrets), revoked ones included."""
+    env.require_store()
     found = [key.to_dict() for key in _server().list_keys(env.url, key_tenant)]
     if as_json:
         env.echo_json(found)
@@ -153,7 +197,7 @@ def keys_list(env: Env, key_tenant: str | None, as_json: bool) -> None:
     for key in found:
         state = f"revoked {key['revoked_at']}" if key.get("revoked_at") else "active"
         bound = f"{key['tenant']}/{key['user']}" if key.get("user") else key["tenant"]
-        env.echo(f"{key['id']}  {bound}  {key.get('name') or '-'}  {state}")
+        env.echo(f"{key['id']}  {bound}  {printable(key.get('name') or '-')}  {state}")
 
 
 @keys_group.command("revoke")
@@ -162,4 +206,5 @@ def keys_list(env: Env, key_tenant: str | None, as_json: bool) -> None:
 @pass_env
 def keys_revoke(env: Env, key_id: str) -> None:
     """Revoke a key; servers stop accepting it within their key cache time (5 s)."""
+    env.require_store()
     env.echo_json(_server().revoke_key(env.url, key_id).to_dict())

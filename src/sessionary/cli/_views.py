@@ -17,7 +17,8 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any, Literal
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, Group, RenderHook, RenderResult
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -36,9 +37,11 @@ from sessionary.records import SearchHit, SessionInfo, State
 
 __all__ = [
     "ROLE_WIDTH",
+    "PrintableOnly",
     "Spans",
     "message_view",
     "plural",
+    "printable",
     "render_hit",
     "session_table",
     "session_view",
@@ -53,6 +56,70 @@ ROLE_STYLES = {"system": "bold magenta", "user": "bold green", "assistant": "bol
 ROLE_WIDTH = len("assistant")
 _UNLIMITED = sys.maxsize
 Spans = Sequence[tuple[int, int]]
+
+
+def _stand_ins(keep: str) -> dict[int, str]:
+    """Map each character that could steer a terminal to a visible stand-in of one cell.
+
+    C0 controls become their Unicode control pictures (ESC shows as ␛), DEL ␡, C1
+    controls (0x80-0x9f, where 0x9b is a CSI of its own) and the bidirectional overrides
+    and isolates (which reorder what a line seems to say) U+FFFD. One character for one,
+    so offsets into the text (search spans) still point at the same characters.
+    """
+    table = {code: chr(0x2400 + code) for code in range(0x20)}
+    table[0x7F] = "\u2421"
+    table.update(dict.fromkeys(range(0x80, 0xA0), "\ufffd"))
+    table.update(dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)], "\ufffd"))
+    for character in keep:
+        del table[ord(character)]
+    return table
+
+
+_ONE_LINE = _stand_ins("")
+_LINES = _stand_ins("\n\t")
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    """Return `text` with every control character shown as a visible stand-in.
+
+    Stored text (messages, names, snippets, document bodies, key names) is anyone's: an
+    agent's tool output may hold `ESC ] 52` (a clipboard write) or `ESC [ 2J`. Every
+    human-readable view passes it through this; JSON output is escaped by JSON instead.
+
+    Args:
+        text: The text to show.
+        lines: Keep newlines and tabs, for a view of several lines.
+    """
+    return text.translate(_LINES if lines else _ONE_LINE)
+
+
+class _Printable:
+    """A renderable drawn with the control characters of its text replaced (see `printable`).
+
+    Rich's own control segments (cursor moves of a progress bar) are kept; colours are
+    styles, never characters of the text, so they are kept too.
+    """
+
+    def __init__(self, inner: ConsoleRenderable) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for segment in console.render(self.inner, options):
+            if segment.control:
+                yield segment
+            else:
+                yield Segment(segment.text.translate(_LINES), segment.style)
+
+
+class PrintableOnly(RenderHook):
+    """A console hook that neutralises control characters in whatever is printed.
+
+    The views also clean what they build, so widths are measured on the stand-ins; this
+    catches the text a view forgot, so no path can put stored escapes on the terminal.
+    """
+
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        return [_Printable(renderable) for renderable in renderables]
 
 
 def plural(count: int, noun: str) -> str:
@@ -91,8 +158,12 @@ def unique_prefixes(ids: Iterable[str], minimum: int = 8) -> dict[str, str]:
 
 def shorten(text: str, width: int) -> str:
     """Return `text` on one line, whitespace collapsed, cut to `width` with an ellipsis."""
-    flat = " ".join(text.split())
+    flat = printable(" ".join(text.split()))
     return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
+
+
+def _printable_line(line: str) -> str:
+    return printable(line, lines=True)
 
 
 def clip_lines(text: str, max_lines: int, line_chars: int) -> list[str]:
@@ -103,7 +174,7 @@ def clip_lines(text: str, max_lines: int, line_chars: int) -> list[str]:
     """
     lines = [
         line if len(line) <= line_chars else line[: line_chars - 1] + "…"
-        for line in text.splitlines() or [""]
+        for line in map(_printable_line, text.splitlines() or [""])
     ]
     if len(lines) <= max_lines:
         return lines
@@ -450,7 +521,7 @@ def render_hit(hit: SearchHit) -> Text:
     head = Text.assemble(
         role_text(hit.role, ROLE_WIDTH), " ", where, "  ", (f"rank {hit.rank:.3g}", "dim")
     )
-    body = style_spans(hit.snippet, hit.spans)
+    body = style_spans(printable(hit.snippet, lines=True), hit.spans)
     return Text("\n").join([head, Text("  ").append_text(body)])
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -15,15 +17,25 @@ from rich.rule import Rule
 from rich.text import Text
 
 from sessionary._demo import build_demo
+from sessionary._sync.stores.base import Store
 from sessionary._sync.stores.registry import open_store
 from sessionary._sync.transfer import Importer
-from sessionary.cli._app import CLIError, Env, complete_session, pass_env, root, store_options
+from sessionary.cli._app import (
+    LIST_PAGE,
+    CLIError,
+    Env,
+    complete_session,
+    open_existing,
+    pass_env,
+    root,
+    store_options,
+)
 from sessionary.cli._progress import Reporter
 from sessionary.cli._read import Since, selected_sessions
 from sessionary.cli._views import plural, render_hit, session_table, unique_prefixes
 from sessionary.errors import AlreadyExists, SessionaryError, SessionNotFound
 from sessionary.migrate import MigrationProgress, MigrationResult, migrate, verify
-from sessionary.records import SessionInfo, load_json
+from sessionary.records import SessionFilter, SessionInfo, load_json
 from sessionary.stores.urls import parse_store_url
 from sessionary.transfer import Existing
 
@@ -50,6 +62,46 @@ def _chain(
         yield from rest
 
 
+def _refuse_the_store_itself(env: Env, output: str) -> None:
+    """Refuse to write an export over the SQLite file (or its journal) being exported."""
+    path = parse_store_url(env.url).sqlite_file
+    if path is None or not os.path.exists(output):
+        return
+    for own in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
+        with contextlib.suppress(OSError):
+            if os.path.samefile(output, own):
+                raise CLIError(f"{output} is the store's own file ({own}); export elsewhere")
+
+
+@contextlib.contextmanager
+def _replacing(output: str) -> Iterator[TextIO]:
+    """Write a file through a temporary one beside it, renamed over it only when complete.
+
+    So an export that fails (a store error, a full disk, an interrupt) leaves a file it
+    would have replaced as it was. Something that is not a regular file (`/dev/null`, a
+    pipe) is written directly, since it cannot be replaced by a rename.
+    """
+    if os.path.exists(output) and not os.path.isfile(output):
+        with open(output, "w", encoding="utf-8", newline="\n") as stream:
+            yield stream
+        return
+    final = os.path.realpath(output)  # through a symlink: replace its target, keep the link
+    kept = stat.S_IMODE(os.stat(final).st_mode) if os.path.exists(final) else None
+    folder, name = os.path.split(final)
+    temporary = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        if kept is not None:
+            os.fchmod(descriptor, kept)
+        with open(descriptor, "w", encoding="utf-8", newline="\n") as stream:
+            yield stream
+        os.replace(temporary, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 @root.command("export")
 @click.argument("session_id", metavar="[ID]", required=False, shell_complete=complete_session)
 @click.option("-o", "--output", metavar="FILE", help="Write here (default: standard output).")
@@ -69,7 +121,8 @@ def export_command(env: Env, session_id: str | None, output: str | None) -> None
     if output in (None, "-"):
         _write_records(sys.stdout, batch)
         return
-    with open(output, "w", encoding="utf-8", newline="\n") as stream:
+    _refuse_the_store_itself(env, output)
+    with _replacing(output) as stream:
         sessions, messages = _write_records(stream, batch)
     env.echo(f"exported {plural(sessions, 'session')} ({plural(messages, 'message')}) to {output}")
 
@@ -242,7 +295,7 @@ def rm_command(
         return
     if not yes:
         _confirm(env, chosen)
-    manager = env.manager("write")
+    manager = env.manager("update")
     for info in chosen:
         manager.delete(info.id)
     env.echo(f"deleted {plural(len(chosen), 'session')}")
@@ -275,6 +328,41 @@ def _summary(result: MigrationResult) -> str:
     )
 
 
+def _same_store(source_url: str, target_url: str) -> bool:
+    """Whether two URLs name one store: the same text, or the same SQLite file."""
+    source, target = parse_store_url(source_url), parse_store_url(target_url)
+    if source_url == target_url:
+        return True
+    if source.sqlite_file is None or target.sqlite_file is None:
+        return False
+    if os.path.exists(source.sqlite_file) and os.path.exists(target.sqlite_file):
+        return os.path.samefile(source.sqlite_file, target.sqlite_file)
+    return os.path.realpath(source.sqlite_file) == os.path.realpath(target.sqlite_file)
+
+
+def _refuse_foreign_sessions(source: Store, target: Store) -> None:
+    """Refuse, before copying anything, a target holding sessions the source does not.
+
+    Verification compares whole scopes, so such a target would take the copy and then
+    fail verification on every run. A target holding only sessions of the source (an
+    interrupted migrate's) is taken: they are skipped.
+    """
+    for scope in target.list_scopes():
+        cursor: str | None = None
+        while True:
+            page = target.list_sessions(scope, SessionFilter(), LIST_PAGE, cursor)
+            for info in page.items:
+                if source.get_session(scope, info.id) is None:
+                    raise CLIError(
+                        f"the --to store already holds data: session {info.id!r} of tenant "
+                        f"{scope.tenant!r} user {scope.user!r} is not in the --from store; "
+                        "migrate into an empty store (or one a migrate from this store began)"
+                    )
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+
+
 @root.command("migrate")
 @click.option("--from", "source_url", metavar="URL", required=True, help="Copy from this store.")
 @click.option("--to", "target_url", metavar="URL", required=True, help="Copy into this store.")
@@ -293,17 +381,20 @@ def migrate_command(env: Env, source_url: str, target_url: str, replace: bool) -
     an interruption: sessions already copied are skipped. --db, --tenant and --user are
     not used.
     """
+    if _same_store(source_url, target_url):
+        raise CLIError("--from and --to name the same store")
     path = parse_store_url(source_url).sqlite_file
     if path is not None and not os.path.exists(path):
         raise CLIError(f"no database at {path} (the --from store must exist)")
-    parse_store_url(target_url)
-    if source_url == target_url:
-        raise CLIError("--from and --to name the same store")
+    reader = open_existing(source_url)  # not a sessionary file: refused, unchanged
+    if reader is not None:
+        reader.close()
     with contextlib.ExitStack() as stack:
         source = open_store(source_url)
         stack.callback(source.close)
         target = open_store(target_url)
         stack.callback(target.close)
+        _refuse_foreign_sessions(source, target)
         with Reporter(env.err, "migrating", None, "sessions", every=100) as bar:
 
             def report(progress: MigrationProgress) -> None:

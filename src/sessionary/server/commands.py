@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -51,6 +52,8 @@ DEFAULT_MCP_BLOCKS = ("memory:writable:user",)
 """The blocks `mcp` offers when given none: one writable block shared by the user's sessions."""
 
 _log = logging.getLogger("sessionary.server")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Characters a key's name may not hold: C0, DEL, C1, and the bidirectional overrides."""
 
 
 def serve(
@@ -214,7 +217,10 @@ def create_key(db: str, tenant: str, user: str | None = None, name: str = "") ->
 
     Raises:
         InvalidId: If the tenant or user is malformed.
+        InvalidInput: If the name holds a control character (it is shown on terminals).
     """
+    if isinstance(name, str) and _CONTROL.search(name):
+        raise InvalidInput(f"a key's name must hold no control characters; got {name!r:.80}")
     return _with_keyring(db, lambda ring: ring.create(tenant, user, name))
 
 

@@ -86,7 +86,7 @@ __all__ = [
 
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
-_LABEL = re.compile(r"[^\x00-\x1f\x7f]*\Z")
+_LABEL = re.compile(r"[^\x00-\x1f\x7f-\x9f]*\Z")  # no C0, DEL or C1 control
 
 
 @dataclass(slots=True)

@@ -46,6 +46,7 @@ from sessionary.stores._common import (
     gc_paused,
     path_and_document,
     prepare_messages,
+    stored_after_new,
     surviving_ancestor,
 )
 from sessionary.stores._rows import FOREVER, first, stored_copy
@@ -282,6 +283,12 @@ class SQLiteEngine(SQLiteDocuments):
         """Insert messages as a chain under `at`; existing ids are kept and chained through.
 
         `stored_us` is the time of an append (None for an import, which keeps its times).
+        Stored ids may only come before every new one (see `check_stored_prefix`); the
+        INSERT finds them, so a stored id after a new one raises, and the caller's
+        transaction rolls back what the batch inserted.
+
+        Raises:
+            InvalidMessage: If a stored message follows a new one.
         """
         parent_seq, depth, parent_id = at
         out: list[Message] = []
@@ -297,6 +304,8 @@ class SQLiteEngine(SQLiteDocuments):
                 parent_seq, depth, parent_id = seq, depth + 1, msg.id
                 inserted += 1
                 index_due = index_due or seq % INDEX_BATCH == 0
+            elif inserted:
+                raise stored_after_new(msg.id, str(parent_id))
             else:
                 found = db.execute(
                     "SELECT seq, depth FROM messages WHERE session_pk = ? AND id = ?", (pk, msg.id)

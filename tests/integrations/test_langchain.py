@@ -43,6 +43,7 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 
 import sessionary
 from sessionary import FilePart, Message, TextPart, ToolResultPart
+from sessionary.integrations._common import decode_name, encode_name
 from sessionary.integrations.langchain import (
     SessionaryChatMessageHistory,
     from_langchain,
@@ -458,10 +459,34 @@ def test_a_bad_store_argument_is_refused() -> None:
         SessionaryChatMessageHistory("chat", "nosuch://x")
 
 
-def test_a_bad_session_id_is_refused(manager: sessionary.SessionManager) -> None:
-    history = SessionaryChatMessageHistory("no/slashes", manager)
+@pytest.mark.parametrize("session_id", ["user@example.com", "thread:42/1", "conv 1", "ü", "x.1"])
+def test_any_session_id_works(manager: sessionary.SessionManager, session_id: str) -> None:
+    history = SessionaryChatMessageHistory(session_id, manager)
+    assert history.session_id == session_id
+    assert history.messages == []
+    history.add_messages(CONVERSATION[:2])
+    history.clear()
+    history.add_messages(CONVERSATION)
+    assert history.messages == CONVERSATION
+    assert SessionaryChatMessageHistory(session_id, manager).messages == CONVERSATION
+    assert SessionaryChatMessageHistory(session_id + "!", manager).messages == []
+    (stored,) = manager.list()
+    assert stored.id == encode_name(session_id, "session_id")
+    assert decode_name(stored.id) == session_id
+
+
+def test_a_valid_session_id_names_the_session_unchanged(
+    manager: sessionary.SessionManager,
+) -> None:
+    manager.create(id="chat-7").append_all([from_langchain(m) for m in CONVERSATION])
+    assert SessionaryChatMessageHistory("chat-7", manager).messages == CONVERSATION
+
+
+def test_an_empty_session_id_is_refused(manager: sessionary.SessionManager) -> None:
     with pytest.raises(sessionary.InvalidId):
-        history.add_message(HumanMessage("hi"))
+        SessionaryChatMessageHistory("", manager)
+    with pytest.raises(sessionary.InvalidId):
+        SessionaryChatMessageHistory("\ud800", manager)  # no UTF-8 form to store
 
 
 def test_a_missing_langchain_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,10 @@ as they went in, and every other field LangChain sets (`additional_kwargs`,
 `metadata["langchain"]`. A LangChain id that is a valid sessionary id becomes the message's
 id, so adding the same message twice stores it once.
 
+The history's `session_id` is any non-empty string, as in LangChain: one that is not a
+sessionary id (an e-mail address, `thread:42/1`) names the sessionary session `x.` + its
+UTF-8 in hex, and the history's `session_id` stays as given.
+
 Closing: a history opened from a URL is terminal after `close()` (or `aclose()`): every
 method then raises `sessionary.Closed` (a RuntimeError) and closing again does nothing; a
 history over your own manager is left usable, and the manager open.
@@ -37,6 +41,7 @@ from sessionary.integrations._common import (
     append_sync,
     close_async,
     close_sync,
+    encode_name,
     install_hint,
     open_async_manager,
     open_sync_manager,
@@ -301,13 +306,18 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
     changes what LangChain sees next.
 
     Args:
-        session_id: The session that holds the history.
+        session_id: The session that holds the history: any non-empty string (see the
+            module docstring); `session_id` stays as given.
         store: A store URL, a `SessionManager`, or an `AsyncSessionManager`. With a sync
             manager or URL every method works (the async ones in a worker thread); with an
             async manager only the async methods (`aget_messages`, `aadd_messages`,
             `aclear`) do, natively.
         tenant: Overrides the manager's tenant (or the URL's default).
         user: Overrides the manager's user (or the URL's default).
+
+    Raises:
+        InvalidId: If `session_id` is empty, or too long to store.
+        InvalidURL: If `store` is neither a URL nor a manager.
     """
 
     def __init__(
@@ -319,6 +329,7 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
         user: str | None = None,
     ) -> None:
         super().__init__()
+        self._id = encode_name(session_id, "session_id")
         self.session_id = session_id
         self._sync: SessionManager | None = None
         self._async: AsyncSessionManager | None = None
@@ -345,19 +356,19 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The session's history as LangChain messages, oldest first."""
         try:
-            history = self._manager().session(self.session_id).history()
+            history = self._manager().session(self._id).history()
         except SessionNotFound:
             return []
         return _to_langchain_all(history)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append messages after the head, atomically (all of them or none)."""
-        append_sync(self._manager(), self.session_id, [from_langchain(m) for m in messages])
+        append_sync(self._manager(), self._id, [from_langchain(m) for m in messages])
 
     def clear(self) -> None:
         """Delete every message of the session (its state and registry row stay)."""
         with contextlib.suppress(SessionNotFound):
-            self._manager().session(self.session_id).clear()
+            self._manager().session(self._id).clear()
 
     async def aget_messages(self) -> list[BaseMessage]:
         """The session's history as LangChain messages, oldest first."""
@@ -365,7 +376,7 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
         if manager is None:
             return await super().aget_messages()
         try:
-            history = await manager.session(self.session_id).history()
+            history = await manager.session(self._id).history()
         except SessionNotFound:
             return []
         return _to_langchain_all(history)
@@ -376,7 +387,7 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
         if manager is None:
             return await super().aadd_messages(messages)
         converted = [from_langchain(m) for m in messages]
-        await append_async(manager, self.session_id, converted)
+        await append_async(manager, self._id, converted)
 
     async def aclear(self) -> None:
         """Delete every message of the session (its state and registry row stay)."""
@@ -384,7 +395,7 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
         if manager is None:
             return await super().aclear()
         with contextlib.suppress(SessionNotFound):
-            await manager.session(self.session_id).clear()
+            await manager.session(self._id).clear()
 
     def close(self) -> None:
         """Close the store if this history opened it from a URL (a no-op after the first).

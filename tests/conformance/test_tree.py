@@ -260,7 +260,9 @@ def test_append_all_refuses_a_stored_message_after_a_new_one(
     _turns(chat)
     before = snapshot(chat.id)
     messages = [Message.user(f"text of {i}", id=i) for i in batch]
-    for options in ({}, {"parent": "h1"}, {"parent": None}, {"expected_head": "a2"}):
+    # A stale expected head too: the batch is wrong whatever the head, so it says that.
+    stale = {"expected_head": "h1"}
+    for options in ({}, {"parent": "h1"}, {"parent": None}, {"expected_head": "a2"}, stale):
         with pytest.raises(InvalidMessage, match=f"'{stored_id}'.*stored already"):
             chat.append_all(messages, **options)  # type: ignore[arg-type]
         assert snapshot(chat.id) == before

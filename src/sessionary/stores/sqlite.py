@@ -42,6 +42,7 @@ from sessionary.stores._common import (
     check_delete,
     check_head,
     check_limit,
+    check_stored_prefix,
     encode_imported_state,
     gc_paused,
     path_and_document,
@@ -220,8 +221,13 @@ class SQLiteEngine(SQLiteDocuments):
     ) -> list[Message]:
         row = self._state(db, scope, session_id)
         pk = row[0]
-        if expected_head is not ANY and not self._all_stored(db, pk, prepared):
-            check_head(session_id, row[3], expected_head)
+        if expected_head is not ANY:
+            # A batch wrong whatever the head says so first; a retry of an acked append
+            # (every id stored) is not held to the head it was sent against.
+            stored = self._stored_ids(db, pk, prepared)
+            check_stored_prefix(prepared, stored)
+            if len(stored) < len(prepared):
+                check_head(session_id, row[3], expected_head)
         head = (row[1], row[2], row[3])
         at = head if parent is HEAD else self._resolve_parent(db, pk, parent)
         now = self._now_us()
@@ -248,14 +254,14 @@ class SQLiteEngine(SQLiteDocuments):
         """Store a session's head, message count and time (see `PLACE_HEAD_SQL`)."""
         db.execute(PLACE_HEAD_SQL, (*head, count, updated_us, pk))
 
-    def _all_stored(self, db: sqlite3.Connection, pk: int, prepared: list[Prepared]) -> bool:
-        """Whether every message of a batch is stored already (a retry of an acked append)."""
+    def _stored_ids(self, db: sqlite3.Connection, pk: int, prepared: list[Prepared]) -> set[str]:
+        """The ids of a batch that are stored in the session already."""
         ids = [item.message.id for item in prepared]
         marks = ",".join("?" * len(ids))
-        (found,) = db.execute(
-            f"SELECT count(*) FROM messages WHERE session_pk = ? AND id IN ({marks})", (pk, *ids)
-        ).fetchone()
-        return bool(found == len(ids))
+        rows = db.execute(
+            f"SELECT id FROM messages WHERE session_pk = ? AND id IN ({marks})", (pk, *ids)
+        )
+        return {row[0] for row in rows}
 
     def _resolve_parent(
         self, db: sqlite3.Connection, pk: int, parent: str | None

@@ -202,8 +202,14 @@ class AsyncSession(AsyncContextMixin):
     ) -> list[Message]:
         """Append messages as a chain, atomically: all of them or none.
 
-        The first answers `parent`; each next one answers the one before. Arguments and
-        errors are those of `append`.
+        The first answers `parent`; each next one answers the one before. Messages
+        already stored may only come first (a re-sent conversation, a retried batch):
+        they stay as they are, and the new ones continue from the last of them. Other
+        arguments and errors are those of `append`.
+
+        Raises:
+            InvalidMessage: Also if a stored message follows a new one (it cannot answer
+                it); nothing is stored.
         """
         if isinstance(messages, Message | Mapping | str | bytes):
             raise InvalidMessage("append_all takes an iterable of messages; use append for one")

@@ -233,6 +233,71 @@ def test_append_all_of_nothing_changes_nothing(
     assert snapshot(chat.id) == before
 
 
+def _turns(chat: sessionary.Session) -> list[Message]:
+    """Append h1, a1, h2, a2 (user and assistant turns with those ids); return them."""
+    return chat.append_all(
+        [
+            Message.user("q1", id="h1"),
+            Message.assistant("r1", id="a1"),
+            Message.user("q2", id="h2"),
+            Message.assistant("r2", id="a2"),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("batch", "stored_id"),
+    [
+        (["h3", "a1"], "a1"),  # the repro: a new message, then one stored long ago
+        (["h3", "a2"], "a2"),  # ... or the head itself
+        (["h1", "h3", "a1", "x"], "a1"),  # a stored prefix does not excuse a later one
+    ],
+)
+def test_append_all_refuses_a_stored_message_after_a_new_one(
+    manager: sessionary.SessionManager, snapshot: Snapshot, batch: list[str], stored_id: str
+) -> None:
+    chat = manager.create()
+    _turns(chat)
+    before = snapshot(chat.id)
+    messages = [Message.user(f"text of {i}", id=i) for i in batch]
+    # A stale expected head too: the batch is wrong whatever the head, so it says that.
+    stale = {"expected_head": "h1"}
+    for options in ({}, {"parent": "h1"}, {"parent": None}, {"expected_head": "a2"}, stale):
+        with pytest.raises(InvalidMessage, match=f"'{stored_id}'.*stored already"):
+            chat.append_all(messages, **options)  # type: ignore[arg-type]
+        assert snapshot(chat.id) == before
+    assert ids(chat.history()) == ["h1", "a1", "h2", "a2"]
+    assert chat.get_message("h3") is None
+
+
+def test_append_all_continues_a_stored_prefix(manager: sessionary.SessionManager) -> None:
+    chat = manager.create()
+    turns = _turns(chat)
+    # A caller re-sending the whole conversation with one new message at its end.
+    stored = chat.append_all([*turns, Message.user("q3", id="h3"), Message.assistant("r3")])
+    assert stored[:4] == turns
+    assert [m.parent_id for m in stored[4:]] == ["a2", "h3"]
+    assert ids(chat.history()) == ["h1", "a1", "h2", "a2", "h3", stored[5].id]
+    # A stored prefix ending above the head: the new suffix answers its last message.
+    branch = chat.append_all([turns[0], turns[1], Message.user("other q2", id="b2")])
+    assert branch[2].parent_id == "a1"
+    assert ids(chat.history()) == ["h1", "a1", "b2"]
+    assert chat.message_count() == 7
+
+
+def test_append_all_of_stored_messages_changes_nothing(
+    manager: sessionary.SessionManager, snapshot: Snapshot
+) -> None:
+    chat = manager.create()
+    turns = _turns(chat)
+    before = snapshot(chat.id)
+    assert chat.append_all(turns) == turns  # the whole batch retried
+    assert chat.append_all(turns[:2]) == turns[:2]  # a stored chain above the head
+    assert chat.append_all(turns, expected_head="h1") == turns  # a retry after its ack
+    assert snapshot(chat.id) == before
+    assert chat.head() == turns[-1]
+
+
 def test_expected_head(manager: sessionary.SessionManager, snapshot: Snapshot) -> None:
     chat = manager.create()
     a = chat.append(Message.user("one"), expected_head=None)

@@ -38,3 +38,14 @@ def test_importing_sessionary_imports_no_framework() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_name_encoding_is_one_for_every_integration() -> None:
+    from sessionary.integrations import _common, adk
+
+    assert (adk.encode_name, adk.decode_name) == (_common.encode_name, _common.decode_name)
+    assert _common.encode_name("chat-42", "session_id") == "chat-42"  # valid ids unchanged
+    for name in ("user@example.com", "thread:42/1", "conv 1", "ü", "x.1", "x.zz"):
+        encoded = _common.encode_name(name, "session_id")
+        assert encoded.startswith("x.")
+        assert _common.decode_name(encoded) == name

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -43,6 +44,7 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 
 import sessionary
 from sessionary import FilePart, Message, TextPart, ToolResultPart
+from sessionary.integrations._common import decode_name, encode_name
 from sessionary.integrations.langchain import (
     SessionaryChatMessageHistory,
     from_langchain,
@@ -216,11 +218,75 @@ def test_clear_empties_the_session_but_keeps_it(manager: sessionary.SessionManag
     assert manager.get("chat") is not None
 
 
-def test_adding_a_message_twice_stores_it_once(manager: sessionary.SessionManager) -> None:
-    history = SessionaryChatMessageHistory("chat", manager)
-    history.add_message(CONVERSATION[1])
-    history.add_message(CONVERSATION[1])
-    assert history.messages == [CONVERSATION[1]]
+# Adds as a program makes them, with the ids LangChain's own histories are given: messages
+# re-sent whole, a new id, a stored id after a new one in one batch, another message that
+# reuses an id, messages without an id, and an id sessionary cannot use.
+ADDS: list[list[BaseMessage]] = [
+    [HumanMessage("q1", id="h1"), AIMessage("r1", id="a1")],
+    [HumanMessage("q2", id="h2"), AIMessage("r2", id="a2")],
+    [HumanMessage("q3", id="h3"), AIMessage("r1", id="a1")],  # a1 again, after a new one
+    [HumanMessage("q1", id="h1")],  # the same message again
+    [AIMessage("not r2 at all", id="a2"), HumanMessage("q4")],  # an id reused, no id
+    [HumanMessage("q1", id="h1"), AIMessage("r1", id="a1"), HumanMessage("q5", id="h5")],
+    [],
+    [ToolMessage("out", tool_call_id="c1", id="urn:x/1"), HumanMessage("q4")],
+]
+
+
+# Deprecated in LangChain 1.x, but still its reference history (and the persistent ones'
+# behaviour): the one to be a drop-in for.
+in_memory_history = pytest.mark.filterwarnings(
+    "ignore:The class `InMemoryChatMessageHistory` was deprecated"
+)
+
+
+@in_memory_history
+def test_every_add_appends_all_its_messages_as_langchains_own_history(
+    manager: sessionary.SessionManager,
+) -> None:
+    ours, theirs = SessionaryChatMessageHistory("chat", manager), InMemoryChatMessageHistory()
+    for batch in ADDS:
+        ours.add_messages(batch)
+        theirs.add_messages(batch)
+        assert ours.messages == theirs.messages
+        assert [m.id for m in ours.messages] == [m.id for m in theirs.messages]
+    ours.add_message(ADDS[0][0])
+    theirs.add_message(ADDS[0][0])
+    ours.add_user_message("hi")
+    theirs.add_user_message("hi")
+    assert ours.messages == theirs.messages
+    assert len(ours.messages) == sum(map(len, ADDS)) + 2
+    assert SessionaryChatMessageHistory("chat", manager).messages == theirs.messages
+
+
+@in_memory_history
+async def test_every_async_add_appends_all_its_messages_as_langchains_own_history(
+    manager: sessionary.SessionManager, amanager: sessionary.AsyncSessionManager
+) -> None:
+    for ours in (
+        SessionaryChatMessageHistory("chat", amanager),
+        SessionaryChatMessageHistory("chat-sync", manager),  # async methods, sync manager
+    ):
+        theirs = InMemoryChatMessageHistory()
+        for batch in ADDS:
+            await ours.aadd_messages(batch)
+            await theirs.aadd_messages(batch)
+            got, want = await ours.aget_messages(), await theirs.aget_messages()
+            assert got == want
+            assert [m.id for m in got] == [m.id for m in want]
+
+
+def test_history_written_with_langchain_ids_as_message_ids_reads_back(
+    manager: sessionary.SessionManager,
+) -> None:
+    # How histories were stored before: a usable LangChain id was the message's id.
+    session = manager.create(id="old")
+    session.append_all([from_langchain(m) for m in CONVERSATION])
+    assert session.get_message("h1") is not None
+    history = SessionaryChatMessageHistory("old", manager)
+    assert history.messages == CONVERSATION
+    history.add_messages([CONVERSATION[1], HumanMessage("and now?", id="h2")])
+    assert history.messages == [*CONVERSATION, CONVERSATION[1], HumanMessage("and now?", id="h2")]
 
 
 def test_a_bad_message_in_a_batch_stores_nothing(manager: sessionary.SessionManager) -> None:
@@ -236,13 +302,18 @@ def test_a_bad_message_in_a_batch_stores_nothing(manager: sessionary.SessionMana
 def test_checkout_changes_what_langchain_sees(manager: sessionary.SessionManager) -> None:
     history = SessionaryChatMessageHistory("chat", manager)
     history.add_messages([HumanMessage("first", id="q1"), AIMessage("one", id="a1")])
-    manager.session("chat").checkout("q1")
+    session = manager.session("chat")
+    first, one = session.history()
+    assert first.metadata["langchain"]["id"] == "q1"  # LangChain's id, kept beside ours
+    session.checkout(first.id)
     history.add_message(AIMessage("another answer", id="a2"))
     assert history.messages == [
         HumanMessage("first", id="q1"),
         AIMessage("another answer", id="a2"),
     ]
-    assert [m.id for m in manager.session("chat").branches("q1")] == ["a1", "a2"]
+    branches = session.branches(first.id)
+    assert branches[0] == one
+    assert to_langchain(branches[1]) == [AIMessage("another answer", id="a2")]
 
 
 def test_messages_written_without_langchain_read_sensibly(
@@ -458,10 +529,34 @@ def test_a_bad_store_argument_is_refused() -> None:
         SessionaryChatMessageHistory("chat", "nosuch://x")
 
 
-def test_a_bad_session_id_is_refused(manager: sessionary.SessionManager) -> None:
-    history = SessionaryChatMessageHistory("no/slashes", manager)
+@pytest.mark.parametrize("session_id", ["user@example.com", "thread:42/1", "conv 1", "ü", "x.1"])
+def test_any_session_id_works(manager: sessionary.SessionManager, session_id: str) -> None:
+    history = SessionaryChatMessageHistory(session_id, manager)
+    assert history.session_id == session_id
+    assert history.messages == []
+    history.add_messages(CONVERSATION[:2])
+    history.clear()
+    history.add_messages(CONVERSATION)
+    assert history.messages == CONVERSATION
+    assert SessionaryChatMessageHistory(session_id, manager).messages == CONVERSATION
+    assert SessionaryChatMessageHistory(session_id + "!", manager).messages == []
+    (stored,) = manager.list()
+    assert stored.id == encode_name(session_id, "session_id")
+    assert decode_name(stored.id) == session_id
+
+
+def test_a_valid_session_id_names_the_session_unchanged(
+    manager: sessionary.SessionManager,
+) -> None:
+    manager.create(id="chat-7").append_all([from_langchain(m) for m in CONVERSATION])
+    assert SessionaryChatMessageHistory("chat-7", manager).messages == CONVERSATION
+
+
+def test_an_empty_session_id_is_refused(manager: sessionary.SessionManager) -> None:
     with pytest.raises(sessionary.InvalidId):
-        history.add_message(HumanMessage("hi"))
+        SessionaryChatMessageHistory("", manager)
+    with pytest.raises(sessionary.InvalidId):
+        SessionaryChatMessageHistory("\ud800", manager)  # no UTF-8 form to store
 
 
 def test_a_missing_langchain_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,6 +55,7 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_messag
 
 import sessionary
 from sessionary import Message
+from sessionary.integrations._common import decode_name, encode_name
 from sessionary.integrations.openai_agents import SessionarySession
 
 # ---------------------------------------------------------------- running an agent
@@ -879,10 +880,46 @@ async def test_pop_keeps_other_branches(
 
 
 def test_bad_ids_and_stores_are_refused() -> None:
-    with pytest.raises(sessionary.InvalidId):
-        SessionarySession("user:42", "memory://")
+    for bad in ("", "\ud800", "ü" * 40):  # empty, no UTF-8 form, too long even encoded
+        with pytest.raises(sessionary.InvalidId):
+            SessionarySession(bad, "memory://")
     with pytest.raises(sessionary.InvalidURL):
         SessionarySession("ok", 42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("session_id", ["user@example.com", "thread:42/1", "conv 1", "ü", "x.1"])
+async def test_any_session_id_works(
+    amanager: sessionary.AsyncSessionManager, session_id: str
+) -> None:
+    # The SDK takes any string (SQLiteSession stores it as text).
+    session = SessionarySession(session_id, amanager)
+    assert session.session_id == session_id
+    assert await session.get_items() == []
+    items: list[TResponseInputItem] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]
+    await session.add_items(items)
+    again = SessionarySession(session_id, amanager)
+    assert await again.get_items() == items
+    assert await SessionarySession(session_id + "!", amanager).get_items() == []
+    assert await again.pop_item() == items[1]
+    assert await session.get_items() == items[:1]
+    (stored,) = (await amanager.list()).items
+    assert stored.id == encode_name(session_id, "session_id")
+    assert decode_name(stored.id) == session_id
+    await session.clear_session()
+    assert await again.get_items() == []
+
+
+async def test_a_valid_session_id_names_the_session_unchanged(
+    amanager: sessionary.AsyncSessionManager,
+) -> None:
+    stored = await amanager.create(id="chat-7")
+    await stored.append(Message.user("written before"))
+    session = SessionarySession("chat-7", amanager)
+    assert session.session.id == "chat-7"
+    assert await session.get_items() == [{"role": "user", "content": "written before"}]
 
 
 async def test_sessions_are_scoped_by_user(amanager: sessionary.AsyncSessionManager) -> None:

@@ -56,6 +56,7 @@ from pydantic_ai.models.test import TestModel
 
 import sessionary
 from sessionary import FilePart, Message, ReasoningPart, ToolResultPart
+from sessionary.integrations._common import decode_name, encode_name
 from sessionary.integrations.pydantic_ai import (
     AsyncSessionaryMessageHistory,
     SessionaryMessageHistory,
@@ -402,6 +403,52 @@ def test_a_deferred_run_is_saved_and_resumed_from_the_store(
     kinds = {type(p) for m in everything for p in m.parts}
     assert {RetryFeedbackPart, NativeToolCallPart, ThinkingPart, PaiFilePart} <= kinds
     assert everything[-1].usage == second.all_messages()[-1].usage  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- session ids
+
+# Ids Pydantic AI programs use that are not sessionary ids, and one that looks encoded.
+NAMES = ["user@example.com", "thread:42/1", "conv 1", "ü", "x.1"]
+
+
+@pytest.mark.parametrize("session_id", NAMES)
+def test_any_session_id_works(manager: sessionary.SessionManager, session_id: str) -> None:
+    history = SessionaryMessageHistory(session_id, manager)
+    assert history.session_id == session_id
+    assert history.load() == []
+    history.save(HISTORY[:2])
+    again = SessionaryMessageHistory(session_id, manager)
+    assert again.load() == through_the_adapter(HISTORY[:2])
+    assert SessionaryMessageHistory(session_id + "!", manager).load() == []
+    (stored,) = manager.list()
+    assert stored.id == encode_name(session_id, "session_id")
+    assert decode_name(stored.id) == session_id
+
+
+@pytest.mark.parametrize("session_id", NAMES)
+async def test_any_session_id_works_async(
+    amanager: sessionary.AsyncSessionManager, session_id: str
+) -> None:
+    history = AsyncSessionaryMessageHistory(session_id, amanager)
+    assert history.session_id == session_id
+    assert await history.load() == []
+    await history.save(HISTORY[:2])
+    again = AsyncSessionaryMessageHistory(session_id, amanager)
+    assert await again.load() == through_the_adapter(HISTORY[:2])
+    assert decode_name((await amanager.list()).items[0].id) == session_id
+
+
+def test_a_valid_session_id_names_the_session_unchanged(
+    manager: sessionary.SessionManager,
+) -> None:
+    manager.create(id="chat-7").append_all(to_messages(HISTORY[:2]))
+    assert SessionaryMessageHistory("chat-7", manager).load() == through_the_adapter(HISTORY[:2])
+
+
+def test_an_empty_session_id_is_refused(manager: sessionary.SessionManager) -> None:
+    for history_class in (SessionaryMessageHistory, AsyncSessionaryMessageHistory):
+        with pytest.raises(sessionary.InvalidId):
+            history_class("", manager)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- closing

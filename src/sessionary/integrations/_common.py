@@ -1,9 +1,15 @@
-"""What every framework integration shares: install hints, opening and closing a store.
+"""What every framework integration shares: install hints, names, opening and closing a store.
 
 An integration takes a store URL or a manager. A URL is opened here and closed by the
 integration's `close`; a manager passed in belongs to the caller and is never closed.
 The sessions an integration writes to are created on their first write, so a framework
 that only knows a session id (as all of them do) needs no set-up step.
+
+A framework takes any string as a session id (an e-mail address, `thread:42/1`, a name
+with spaces); sessionary ids are 1-128 letters, digits, `_`, `.` and `-`. `encode_name`
+maps the one to the other reversibly: a valid id stays as it is (so a session stored
+under it is found unchanged), any other name is stored hex-encoded behind an `x.`
+prefix, and `decode_name` gives the framework its own name back.
 
 Closing follows the OpenAI Agents SDK's sessions (the one framework that defines it for
 a session): an integration that opened its store is terminal from its first `close`, and
@@ -15,6 +21,7 @@ which is then a no-op, as the SDK's sessions over an injected client do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import weakref
 from collections.abc import Hashable, Sequence
@@ -22,13 +29,14 @@ from typing import TypeVar
 
 from sessionary._sync.manager import SessionManager
 from sessionary._sync.session import Session
-from sessionary.errors import Closed, InvalidURL, SessionNotFound
-from sessionary.ids import check_id
+from sessionary.errors import Closed, InvalidId, InvalidURL, SessionNotFound
+from sessionary.ids import MAX_ID_LENGTH, check_id
 from sessionary.manager import DEFAULT_URL, AsyncSessionManager
 from sessionary.model import Message
 from sessionary.session import AsyncSession
 
 _M = TypeVar("_M", SessionManager, AsyncSessionManager)
+_ENCODED = "x."  # the prefix of a name stored hex-encoded
 
 __all__ = [
     "DEFAULT_URL",
@@ -38,6 +46,8 @@ __all__ = [
     "append_sync",
     "close_async",
     "close_sync",
+    "decode_name",
+    "encode_name",
     "install_hint",
     "open_async_manager",
     "open_sync_manager",
@@ -52,6 +62,40 @@ def install_hint(package: str, extra: str, exc: ImportError) -> ImportError:
     )
     error.name = exc.name
     return error
+
+
+def encode_name(name: str, what: str) -> str:
+    """Return the sessionary id for a framework's app, user or session name (reversible).
+
+    Args:
+        name: Any non-empty string (one that encodes to at most 63 UTF-8 bytes, if it is
+            not a valid id already).
+        what: What the name is, for the error message.
+
+    Raises:
+        InvalidId: If the name is empty, not a string, holds a lone surrogate (it has no
+            UTF-8 form), or is too long even encoded.
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidId(f"{what} must be a non-empty string")
+    with contextlib.suppress(InvalidId):
+        if not name.startswith(_ENCODED):
+            return check_id(name, what)
+    try:
+        encoded = _ENCODED + name.encode().hex()
+    except UnicodeEncodeError:
+        raise InvalidId(f"{what} {name!r} is not valid Unicode text") from None
+    if len(encoded) > MAX_ID_LENGTH:
+        raise InvalidId(f"{what} {name!r} is too long to store")
+    return encoded
+
+
+def decode_name(value: str) -> str:
+    """Return the framework's name a sessionary id stands for (the inverse of `encode_name`)."""
+    if value.startswith(_ENCODED):
+        with contextlib.suppress(ValueError):
+            return bytes.fromhex(value[len(_ENCODED) :]).decode()
+    return value
 
 
 def open_sync_manager(

@@ -65,12 +65,14 @@ from sessionary.errors import (
     VersionConflict,
 )
 from sessionary.formats.gemini import from_gemini, to_gemini
-from sessionary.ids import MAX_ID_LENGTH, check_id, new_id
+from sessionary.ids import check_id, new_id
 from sessionary.integrations._common import (
     DEFAULT_URL,
     Lifecycle,
     LoopLocks,
     close_async,
+    decode_name,
+    encode_name,
     install_hint,
     open_async_manager,
 )
@@ -109,37 +111,8 @@ __all__ = [
 
 NS = "adk"
 _EVENT = "adk.event"  # the name of the data part holding an event stored whole
-_ENCODED = "x."
 _RETRIES = 20  # state writes retried on a version conflict
 _log = logging.getLogger(__name__)
-
-
-# ---------------------------------------------------------------- names
-
-
-def encode_name(name: str, what: str) -> str:
-    """Return the sessionary id for an ADK app, user or session name (reversible).
-
-    Raises:
-        InvalidId: If the name is empty or too long even encoded.
-    """
-    if not isinstance(name, str) or not name:
-        raise InvalidId(f"{what} must be a non-empty string")
-    with contextlib.suppress(InvalidId):
-        if not name.startswith(_ENCODED):
-            return check_id(name, what)
-    encoded = _ENCODED + name.encode().hex()
-    if len(encoded) > MAX_ID_LENGTH:
-        raise InvalidId(f"{what} {name!r} is too long to store")
-    return encoded
-
-
-def decode_name(value: str) -> str:
-    """Return the ADK name a sessionary id stands for (the inverse of `encode_name`)."""
-    if value.startswith(_ENCODED):
-        with contextlib.suppress(ValueError):
-            return bytes.fromhex(value[len(_ENCODED) :]).decode()
-    return value
 
 
 # ---------------------------------------------------------------- events

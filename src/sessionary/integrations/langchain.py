@@ -11,8 +11,21 @@ branchable and shared with every other sessionary client. The conversion is loss
 content (a string or a list of blocks), tool calls, tool results and their status come back
 as they went in, and every other field LangChain sets (`additional_kwargs`,
 `response_metadata`, `usage_metadata`, `artifact`, `name`, ...) is kept under the message's
-`metadata["langchain"]`. A LangChain id that is a valid sessionary id becomes the message's
-id, so adding the same message twice stores it once.
+`metadata["langchain"]`.
+
+As LangChain's own histories (`InMemoryChatMessageHistory` and the persistent ones), every
+add appends all of its messages after the head, in order, duplicates included: adding the
+same message twice stores it twice, and a message reusing an id already in the history is
+stored all the same. So the history gives each message a sessionary id of its own and keeps
+LangChain's id (None included) in `metadata["langchain"]["id"]`, from which it comes back
+exactly. Histories stored by earlier releases, which made a usable LangChain id the
+message's id, read back the same. `from_langchain` alone still makes a usable LangChain id
+the message's id, for code that appends to a session itself and wants a re-sent message
+stored once.
+
+The history's `session_id` is any non-empty string, as in LangChain: one that is not a
+sessionary id (an e-mail address, `thread:42/1`) names the sessionary session `x.` + its
+UTF-8 in hex, and the history's `session_id` stays as given.
 
 Closing: a history opened from a URL is terminal after `close()` (or `aclose()`): every
 method then raises `sessionary.Closed` (a RuntimeError) and closing again does nothing; a
@@ -37,6 +50,7 @@ from sessionary.integrations._common import (
     append_sync,
     close_async,
     close_sync,
+    encode_name,
     install_hint,
     open_async_manager,
     open_sync_manager,
@@ -181,10 +195,27 @@ def _tool_result(data: dict[str, Any]) -> ToolResultPart:
 def from_langchain(message: BaseMessage) -> Message:
     """Return the sessionary message for one LangChain message (the inverse of `to_langchain`).
 
+    A LangChain id that is a valid sessionary id becomes the message's id; any other (or
+    none) gets a new id, and LangChain's is kept in `metadata["langchain"]["id"]`.
+
     Raises:
         InvalidMessage: If the message has no sessionary counterpart (a `RemoveMessage`,
             which deletes rather than says something) or holds a value that is not JSON.
     """
+    return _converted(message, keep_id=True)
+
+
+def _appended(message: BaseMessage) -> Message:
+    """Return the message a history appends: an id of its own, LangChain's in its metadata.
+
+    A history stores every message it is given, as LangChain's do. Were LangChain's id
+    the message's, a message whose id the session holds already would not be stored
+    (and a batch with one after a new message would be refused).
+    """
+    return _converted(message, keep_id=False)
+
+
+def _converted(message: BaseMessage, keep_id: bool) -> Message:
     if not isinstance(message, BaseMessage):
         raise InvalidMessage(f"expected a LangChain message, not {type(message).__name__}")
     dumped = message_to_dict(message)
@@ -201,8 +232,8 @@ def from_langchain(message: BaseMessage) -> Message:
         fields["type"] = kind
     data.pop("type", None)
     lc_id = data.pop("id", None)
-    message_id = lc_id if _is_usable_id(lc_id) else new_id()
-    if lc_id != message_id:
+    message_id = lc_id if keep_id and _is_usable_id(lc_id) else new_id()
+    if message_id != lc_id:
         fields["id"] = lc_id
     fields.update((k, v) for k, v in data.items() if v not in (None, {}, []))
     metadata = {_KEY: fields} if fields else {}
@@ -298,16 +329,22 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
 
     The session is created on the first write. `messages` is the session's history (the
     path from the root to the head), so a `checkout` or a branch made with sessionary
-    changes what LangChain sees next.
+    changes what LangChain sees next. Every add appends all of its messages after the
+    head, as LangChain's own histories do (see the module docstring).
 
     Args:
-        session_id: The session that holds the history.
+        session_id: The session that holds the history: any non-empty string (see the
+            module docstring); `session_id` stays as given.
         store: A store URL, a `SessionManager`, or an `AsyncSessionManager`. With a sync
             manager or URL every method works (the async ones in a worker thread); with an
             async manager only the async methods (`aget_messages`, `aadd_messages`,
             `aclear`) do, natively.
         tenant: Overrides the manager's tenant (or the URL's default).
         user: Overrides the manager's user (or the URL's default).
+
+    Raises:
+        InvalidId: If `session_id` is empty, or too long to store.
+        InvalidURL: If `store` is neither a URL nor a manager.
     """
 
     def __init__(
@@ -319,6 +356,7 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
         user: str | None = None,
     ) -> None:
         super().__init__()
+        self._id = encode_name(session_id, "session_id")
         self.session_id = session_id
         self._sync: SessionManager | None = None
         self._async: AsyncSessionManager | None = None
@@ -345,19 +383,19 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The session's history as LangChain messages, oldest first."""
         try:
-            history = self._manager().session(self.session_id).history()
+            history = self._manager().session(self._id).history()
         except SessionNotFound:
             return []
         return _to_langchain_all(history)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Append messages after the head, atomically (all of them or none)."""
-        append_sync(self._manager(), self.session_id, [from_langchain(m) for m in messages])
+        """Append every message after the head, in order, atomically (all of them or none)."""
+        append_sync(self._manager(), self._id, [_appended(m) for m in messages])
 
     def clear(self) -> None:
         """Delete every message of the session (its state and registry row stay)."""
         with contextlib.suppress(SessionNotFound):
-            self._manager().session(self.session_id).clear()
+            self._manager().session(self._id).clear()
 
     async def aget_messages(self) -> list[BaseMessage]:
         """The session's history as LangChain messages, oldest first."""
@@ -365,18 +403,17 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
         if manager is None:
             return await super().aget_messages()
         try:
-            history = await manager.session(self.session_id).history()
+            history = await manager.session(self._id).history()
         except SessionNotFound:
             return []
         return _to_langchain_all(history)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Append messages after the head, atomically (all of them or none)."""
+        """Append every message after the head, in order, atomically (all of them or none)."""
         manager = self._amanager()
         if manager is None:
             return await super().aadd_messages(messages)
-        converted = [from_langchain(m) for m in messages]
-        await append_async(manager, self.session_id, converted)
+        await append_async(manager, self._id, [_appended(m) for m in messages])
 
     async def aclear(self) -> None:
         """Delete every message of the session (its state and registry row stay)."""
@@ -384,7 +421,7 @@ class SessionaryChatMessageHistory(BaseChatMessageHistory):
         if manager is None:
             return await super().aclear()
         with contextlib.suppress(SessionNotFound):
-            await manager.session(self.session_id).clear()
+            await manager.session(self._id).clear()
 
     def close(self) -> None:
         """Close the store if this history opened it from a URL (a no-op after the first).

@@ -43,12 +43,12 @@ from sessionary.errors import (
     SessionNotFound,
 )
 from sessionary.formats.openai_responses import from_openai_responses, to_openai_responses
-from sessionary.ids import check_id
 from sessionary.integrations._common import (
     DEFAULT_URL,
     Lifecycle,
     append_async,
     close_async,
+    encode_name,
     install_hint,
     open_async_manager,
 )
@@ -130,14 +130,16 @@ class SessionarySession(SessionABC):
     and store (in this process or another) see the same items.
 
     Args:
-        session_id: The session that holds the items (letters, digits, `_`, `.`, `-`).
+        session_id: The session that holds the items: any non-empty string, as in the
+            SDK. One that is not a sessionary id (an e-mail address, `thread:42/1`) names
+            the sessionary session `x.` + its UTF-8 in hex; `session_id` stays as given.
         store: A store URL or an `AsyncSessionManager`.
         tenant: Overrides the manager's tenant (or the URL's default).
         user: Overrides the manager's user (or the URL's default).
         session_settings: The SDK's settings; its `limit` is the default for `get_items`.
 
     Raises:
-        InvalidId: If `session_id` is not a usable id.
+        InvalidId: If `session_id` is empty, or too long to store.
         InvalidURL: If `store` is neither a URL nor an `AsyncSessionManager`.
     """
 
@@ -150,7 +152,8 @@ class SessionarySession(SessionABC):
         user: str | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
-        self.session_id = check_id(session_id, "session id")
+        self._id = encode_name(session_id, "session_id")
+        self.session_id = session_id
         self.session_settings = (
             SessionSettings()
             if session_settings is None
@@ -162,7 +165,7 @@ class SessionarySession(SessionABC):
     @property
     def session(self) -> AsyncSession:
         """The sessionary session holding the items."""
-        return self.manager.session(self.session_id)
+        return self.manager.session(self._id)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Return the session's items, oldest first; with `limit`, only the latest ones.
@@ -196,7 +199,7 @@ class SessionarySession(SessionABC):
         if not items:
             return
         messages = [item_to_message(item) for item in items]
-        await append_async(self.manager, self.session_id, messages)
+        await append_async(self.manager, self._id, messages)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the most recent item and return it, or None if there is none.

@@ -44,6 +44,7 @@ from sessionary.integrations._common import (
     append_sync,
     close_async,
     close_sync,
+    encode_name,
     install_hint,
     open_async_manager,
     open_sync_manager,
@@ -352,10 +353,16 @@ class SessionaryMessageHistory:
     """Loads and saves a Pydantic AI message history kept in one sessionary session.
 
     Args:
-        session_id: The session that holds the history (created on the first save).
+        session_id: The session that holds the history (created on the first save): any
+            non-empty string. One that is not a sessionary id (an e-mail address,
+            `thread:42/1`) names the sessionary session `x.` + its UTF-8 in hex;
+            `session_id` stays as given.
         store: A store URL or a `SessionManager`.
         tenant: Overrides the manager's tenant (or the URL's default).
         user: Overrides the manager's user (or the URL's default).
+
+    Raises:
+        InvalidId: If `session_id` is empty, or too long to store.
     """
 
     def __init__(
@@ -366,6 +373,7 @@ class SessionaryMessageHistory:
         tenant: str | None = None,
         user: str | None = None,
     ) -> None:
+        self._id = encode_name(session_id, "session_id")
         self.session_id = session_id
         self.manager, owned = open_sync_manager(store, tenant, user)
         self._life = Lifecycle(type(self).__name__, owned)
@@ -382,7 +390,7 @@ class SessionaryMessageHistory:
         """
         self._life.check_open()
         try:
-            stored = self.manager.session(self.session_id).history(limit=limit)
+            stored = self.manager.session(self._id).history(limit=limit)
         except SessionNotFound:
             return []
         return from_messages(stored)
@@ -394,7 +402,7 @@ class SessionaryMessageHistory:
             Closed: If the history was closed (also a RuntimeError).
         """
         self._life.check_open()
-        return append_sync(self.manager, self.session_id, to_messages(messages))
+        return append_sync(self.manager, self._id, to_messages(messages))
 
     def close(self) -> None:
         """Close the store if this history opened it from a URL (a no-op after the first)."""
@@ -412,6 +420,7 @@ class AsyncSessionaryMessageHistory:
         tenant: str | None = None,
         user: str | None = None,
     ) -> None:
+        self._id = encode_name(session_id, "session_id")
         self.session_id = session_id
         self.manager, owned = open_async_manager(store, tenant, user)
         self._life = Lifecycle(type(self).__name__, owned)
@@ -420,7 +429,7 @@ class AsyncSessionaryMessageHistory:
         """Return the session's history for `agent.run(message_history=...)`."""
         self._life.check_open()
         try:
-            stored = await self.manager.session(self.session_id).history(limit=limit)
+            stored = await self.manager.session(self._id).history(limit=limit)
         except SessionNotFound:
             return []
         return from_messages(stored)
@@ -428,7 +437,7 @@ class AsyncSessionaryMessageHistory:
     async def save(self, messages: Sequence[ModelMessage]) -> list[Message]:
         """Append messages (e.g. `result.new_messages()`) atomically; return them as stored."""
         self._life.check_open()
-        return await append_async(self.manager, self.session_id, to_messages(messages))
+        return await append_async(self.manager, self._id, to_messages(messages))
 
     async def close(self) -> None:
         """Close the store if this history opened it from a URL (a no-op after the first)."""

@@ -6,7 +6,7 @@ import gc
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -71,6 +71,7 @@ __all__ = [
     "check_totals",
     "check_session_fields",
     "check_restore",
+    "check_stored_prefix",
     "encode_imported_state",
     "encode_json",
     "gc_paused",
@@ -81,6 +82,7 @@ __all__ = [
     "prepare_messages",
     "scopes_from_rows",
     "state_owner",
+    "stored_after_new",
     "surviving_ancestor",
 ]
 
@@ -181,6 +183,41 @@ def prepare_messages(
             )
         prepared.append(Prepared(message, body, text, to_micros(message.created_at)))
     return prepared
+
+
+def check_stored_prefix(prepared: Sequence[Prepared], stored: Container[str]) -> None:
+    """Refuse a batch in which a message already stored follows a new one.
+
+    A batch's stored messages may only come first: a caller re-sending the conversation
+    with a new message at its end, or retrying a whole batch. The new ones then continue
+    from the last stored one. A stored message after a new one cannot answer it (it
+    answers what it answered when it was stored), and chaining through it would move
+    the head back to it, dropping the new messages and all that followed it from
+    history; so the whole batch is refused, before anything is written.
+
+    Args:
+        prepared: The batch, in order.
+        stored: The batch's ids already stored in the session (any others are new).
+
+    Raises:
+        InvalidMessage: If a stored message follows a new one.
+    """
+    new_id: str | None = None
+    for item in prepared:
+        message_id = item.message.id
+        if message_id not in stored:
+            new_id = message_id
+        elif new_id is not None:
+            raise stored_after_new(message_id, new_id)
+
+
+def stored_after_new(stored_id: str, new_id: str) -> InvalidMessage:
+    """The error for a batch in which stored message `stored_id` comes right after new `new_id`."""
+    return InvalidMessage(
+        f"message {stored_id!r} is stored already, so it cannot answer the new message "
+        f"{new_id!r} before it in the batch: stored messages may only come before every "
+        "new one (nothing was stored)"
+    )
 
 
 def encode_json(value: Any, what: str, max_bytes: int) -> str:

@@ -26,7 +26,8 @@ roles hold no spaces). Replies: `+<since> <parent id>`
 (`!` instead of `+` once the run has ended) when the lean path stored the message;
 `?` or `?!` as above; else a table: `{'ok', '+<since>' or '!<since>', reply per
 message}` (`+<parent id>` stored now, or the stored entry of an id already there),
-`{'nosession'}`, `{'noparent'}` or `{'head', <head id>}`.
+`{'nosession'}`, `{'noparent'}`, `{'head', <head id>}` or `{'stored', <id>, <new id>}`
+(a stored message after a new one: nothing is written).
 """
 
 from __future__ import annotations
@@ -52,11 +53,17 @@ local now, sid, parent_arg, expected, role_list = string.match(ARGV[1],
 local life = redis.call('HMGET', META, 'row', 'updated')
 if expired(life[1], life[2], now) then return {'nosession'} end
 local n = #ARGV - 1
-local roles, ids, retry = {}, {}, true
+local roles, ids, olds, retry, fresh = {}, {}, {}, true, nil
 for role in string.gmatch(role_list, '%S+') do roles[#roles + 1] = role end
+-- Stored ids may only come before every new one (see `check_stored_prefix`).
 for i = 1, n do
   ids[i] = string.match(ARGV[1 + i], '^%S+')
-  if retry and redis.call('HEXISTS', IDS, ids[i]) == 0 then retry = false end
+  olds[i] = seq_of(ids[i]) or false
+  if not olds[i] then
+    retry, fresh = false, ids[i]
+  elseif fresh then
+    return {'stored', ids[i], fresh}
+  end
 end
 if expected ~= '*' and not retry then
   local want = expected == 'N' and '' or string.sub(expected, 2)
@@ -75,8 +82,7 @@ if parent >= 0 then
 end
 local replies, inserted = {}, false
 for i = 1, n do
-  local id = ids[i]
-  local old = seq_of(id)
+  local id, old = ids[i], olds[i]
   if old then
     local e = entry_at(old)
     local _, d = header(e)

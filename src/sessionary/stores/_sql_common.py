@@ -46,7 +46,7 @@ from sessionary.records import (
     decode_cursor,
 )
 from sessionary.retention import live_sql, ttl_micros
-from sessionary.stores._common import Prepared, gc_paused
+from sessionary.stores._common import Prepared, check_stored_prefix, gc_paused
 from sessionary.stores._documents import document_from_row
 from sessionary.stores._rows import SESSION_COLUMNS, first, message_from_row, stored_copy
 from sessionary.stores._textmatch import document_hits, message_hits
@@ -429,12 +429,17 @@ def plan_chain(
         prepared: The checked messages, in order.
         at: Where the chain hangs: (None, -1) for a new root.
         existing: Rows (`MESSAGE_COLUMNS`, then depth) of the batch's ids already stored;
-            those are kept as they are and the chain continues from them.
+            those are kept as they are and the chain continues from them. They may only
+            come before every new message (see `check_stored_prefix`).
         index: What to store in `messages.text` for a message's text.
 
     Returns:
         The messages as stored, the rows to insert, and the chain's last (id, depth).
+
+    Raises:
+        InvalidMessage: If a stored message follows a new one.
     """
+    check_stored_prefix(prepared, existing)
     parent_id, depth = at
     out: list[Message] = []
     rows: list[tuple[Any, ...]] = []

@@ -52,6 +52,7 @@ from sessionary.stores._common import (
     check_limit,
     check_restore,
     check_session_fields,
+    check_stored_prefix,
     check_totals,
     check_ttl_update,
     empty_state,
@@ -261,6 +262,7 @@ class MemoryEngine(MemoryDocuments):
         prepared = prepare_messages(messages, self.max_message_bytes)
         with self._lock:
             sess = self._session(scope, session_id)
+            check_stored_prefix(prepared, sess.nodes)
             retry = all(item.message.id in sess.nodes for item in prepared)
             if not retry:
                 check_head(session_id, sess.head, expected_head)

@@ -73,6 +73,7 @@ from sessionary.stores._common import (
     check_label,
     check_limit,
     check_session_fields,
+    check_stored_prefix,
     check_totals,
     check_ttl_update,
     encode_imported_state,
@@ -431,6 +432,8 @@ class AsyncSQLStore(AsyncSQLState, AsyncSQLDocuments, AsyncSQLGovernance):
             pk, head_id, head_depth, existing = await self._lock_and_find(
                 tx, scope, session_id, prepared
             )
+            # A batch wrong whatever the head says so first (`plan_chain` checks it too).
+            check_stored_prefix(prepared, existing)
             stale = expected_head is not Head.ANY and expected_head != head_id
             if stale and len(existing) < len(prepared):
                 raise HeadConflict(

@@ -42,10 +42,12 @@ from sessionary.stores._common import (
     check_delete,
     check_head,
     check_limit,
+    check_stored_prefix,
     encode_imported_state,
     gc_paused,
     path_and_document,
     prepare_messages,
+    stored_after_new,
     surviving_ancestor,
 )
 from sessionary.stores._rows import FOREVER, first, stored_copy
@@ -219,8 +221,13 @@ class SQLiteEngine(SQLiteDocuments):
     ) -> list[Message]:
         row = self._state(db, scope, session_id)
         pk = row[0]
-        if expected_head is not ANY and not self._all_stored(db, pk, prepared):
-            check_head(session_id, row[3], expected_head)
+        if expected_head is not ANY:
+            # A batch wrong whatever the head says so first; a retry of an acked append
+            # (every id stored) is not held to the head it was sent against.
+            stored = self._stored_ids(db, pk, prepared)
+            check_stored_prefix(prepared, stored)
+            if len(stored) < len(prepared):
+                check_head(session_id, row[3], expected_head)
         head = (row[1], row[2], row[3])
         at = head if parent is HEAD else self._resolve_parent(db, pk, parent)
         now = self._now_us()
@@ -247,14 +254,14 @@ class SQLiteEngine(SQLiteDocuments):
         """Store a session's head, message count and time (see `PLACE_HEAD_SQL`)."""
         db.execute(PLACE_HEAD_SQL, (*head, count, updated_us, pk))
 
-    def _all_stored(self, db: sqlite3.Connection, pk: int, prepared: list[Prepared]) -> bool:
-        """Whether every message of a batch is stored already (a retry of an acked append)."""
+    def _stored_ids(self, db: sqlite3.Connection, pk: int, prepared: list[Prepared]) -> set[str]:
+        """The ids of a batch that are stored in the session already."""
         ids = [item.message.id for item in prepared]
         marks = ",".join("?" * len(ids))
-        (found,) = db.execute(
-            f"SELECT count(*) FROM messages WHERE session_pk = ? AND id IN ({marks})", (pk, *ids)
-        ).fetchone()
-        return bool(found == len(ids))
+        rows = db.execute(
+            f"SELECT id FROM messages WHERE session_pk = ? AND id IN ({marks})", (pk, *ids)
+        )
+        return {row[0] for row in rows}
 
     def _resolve_parent(
         self, db: sqlite3.Connection, pk: int, parent: str | None
@@ -282,6 +289,12 @@ class SQLiteEngine(SQLiteDocuments):
         """Insert messages as a chain under `at`; existing ids are kept and chained through.
 
         `stored_us` is the time of an append (None for an import, which keeps its times).
+        Stored ids may only come before every new one (see `check_stored_prefix`); the
+        INSERT finds them, so a stored id after a new one raises, and the caller's
+        transaction rolls back what the batch inserted.
+
+        Raises:
+            InvalidMessage: If a stored message follows a new one.
         """
         parent_seq, depth, parent_id = at
         out: list[Message] = []
@@ -297,6 +310,8 @@ class SQLiteEngine(SQLiteDocuments):
                 parent_seq, depth, parent_id = seq, depth + 1, msg.id
                 inserted += 1
                 index_due = index_due or seq % INDEX_BATCH == 0
+            elif inserted:
+                raise stored_after_new(msg.id, str(parent_id))
             else:
                 found = db.execute(
                     "SELECT seq, depth FROM messages WHERE session_pk = ? AND id = ?", (pk, msg.id)

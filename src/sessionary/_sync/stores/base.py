@@ -126,7 +126,12 @@ class Store(Protocol):
         parent: Parent,
         expected_head: Expected,
     ) -> list[Message]:
-        """Append a chain of messages atomically; ids already stored are kept as they are."""
+        """Append a chain of messages atomically; ids already stored are kept as they are.
+
+        Stored ids may only come before every new one, which then continue from the last
+        of them; a stored id after a new one raises `InvalidMessage`, and nothing is
+        written.
+        """
         ...
 
     def update_message(self, scope: Scope, session_id: str, message: Message) -> Message:

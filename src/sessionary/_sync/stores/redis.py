@@ -90,6 +90,7 @@ from sessionary.stores._common import (
     prepare_messages,
     scopes_from_rows,
     state_owner,
+    stored_after_new,
 )
 from sessionary.stores._redis_append import Appends, append_args, expected_arg
 from sessionary.stores._redis_conn import RedisConnection, mapped_errors
@@ -338,6 +339,8 @@ class RedisStore(RedisDocuments, RedisGovernance):
             raise HeadConflict(
                 f"session {session_id!r} head is {result[1] or None!r}, not {expected_head!r}"
             )
+        if status == "stored":
+            raise stored_after_new(result[1], result[2])
         route.learn(result[1])
         return stored_messages(prepared, result[2:])
 

@@ -80,6 +80,7 @@ from sessionary.stores._common import (
     check_label,
     check_limit,
     check_session_fields,
+    check_stored_prefix,
     check_totals,
     check_ttl_update,
     encode_imported_state,
@@ -429,6 +430,8 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
         # trip, the INSERT, the head's UPDATE and COMMIT in a second.
         with self._begin(batched=True) as tx:
             pk, head_id, head_depth, existing = self._lock_and_find(tx, scope, session_id, prepared)
+            # A batch wrong whatever the head says so first (`plan_chain` checks it too).
+            check_stored_prefix(prepared, existing)
             stale = expected_head is not Head.ANY and expected_head != head_id
             if stale and len(existing) < len(prepared):
                 raise HeadConflict(

@@ -94,3 +94,13 @@ def test_serve_and_mcp_take_the_keys_from_the_environment(
     assert main(["--db", "memory://", "mcp"]) == 0
     for encryption in seen.values():
         assert isinstance(encryption, Encryption) and encryption.keyring.current == "k1"
+
+
+def test_serve_takes_extra_host_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A reverse proxy's name: without it a --no-auth server answers the proxy 421.
+    seen: list[object] = []
+    monkeypatch.setattr(commands, "serve", lambda db, **kw: seen.append(kw["allowed_hosts"]))
+    assert main(["--db", "memory://", "serve", "--no-auth"]) == 0
+    args = ["--db", "memory://", "serve", "--allow-host", "a.example", "--allow-host", "b"]
+    assert main(args) == 0
+    assert seen == [(), ("a.example", "b")]

@@ -76,8 +76,23 @@ def _server() -> ModuleType:
 @click.option(
     "--cors", "cors", multiple=True, metavar="ORIGIN", help="Allow this browser origin (repeat)."
 )
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Answer requests naming this host too, e.g. a reverse proxy's (repeat); any other "
+    "host than loopback's and --host's then gets 421 (always so with --no-auth).",
+)
 @pass_env
-def serve_command(env: Env, host: str, port: int, no_auth: bool, cors: tuple[str, ...]) -> None:
+def serve_command(
+    env: Env,
+    host: str,
+    port: int,
+    no_auth: bool,
+    cors: tuple[str, ...],
+    allowed_hosts: tuple[str, ...],
+) -> None:
     """Serve the HTTP API, its OpenAPI docs and the web viewer (at /ui/) until stopped.
 
     Every request needs an API key (`sessionary keys create TENANT`) and sees only its
@@ -96,6 +111,7 @@ def serve_command(env: Env, host: str, port: int, no_auth: bool, cors: tuple[str
             user=env.user,
             cors_origins=list(cors),
             encryption=env_encryption(),
+            allowed_hosts=allowed_hosts,
         )
 
 

@@ -22,10 +22,13 @@ __all__ = ["OldFile"]
 class OldFile:
     """A database file at schema `version`, written as that version's code wrote it."""
 
-    def __init__(self, path: Path, version: int) -> None:
+    def __init__(self, path: Path, version: int, *, create: bool = True) -> None:
+        """Make the file at `version` (or, with `create` False, open one as its code did)."""
         self.version = version
         self.db = sqlite3.connect(path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
+        if not create:  # a process of that release still running against a newer file
+            return
         self.db.execute(
             "CREATE TABLE schema_migrations "
             "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_us INTEGER NOT NULL)"
@@ -76,6 +79,39 @@ class OldFile:
         """Write the default user's state document (version 1)."""
         self.db.execute(
             "INSERT INTO states VALUES ('user', 'default', 'default', '', ?, 1)", (data,)
+        )
+
+    def catch_up(self) -> None:
+        """Bring the search index up to date, as versions 1 to 7 did (the raw text)."""
+        self.db.execute(
+            "INSERT INTO messages_fts (rowid, text) SELECT seq, text FROM messages "
+            "WHERE seq > (SELECT indexed_upto FROM search_progress) AND text != ''"
+        )
+        self.db.execute(
+            "UPDATE search_progress SET indexed_upto = (SELECT coalesce(max(seq), 0) FROM messages)"
+        )
+
+    def put_document(self, key: str, text: str) -> None:
+        """Write a new version of the default user's document `notes/key`, as 2 to 7 did."""
+        owner = ("user", "default", "default", "")
+        self.db.execute(
+            "INSERT INTO documents (level, tenant, user_id, owner, namespace, doc_key, version, "
+            "text) VALUES (?, ?, ?, ?, 'notes', ?, 0, '') "
+            "ON CONFLICT (level, tenant, user_id, owner, namespace, doc_key) DO NOTHING",
+            (*owner, key),
+        )
+        pk, version = self.db.execute(
+            "SELECT pk, version + 1 FROM documents WHERE level = ? AND tenant = ? AND user_id = ? "
+            "AND owner = ? AND namespace = 'notes' AND doc_key = ?",
+            (*owner, key),
+        ).fetchone()
+        self.db.execute(
+            "INSERT INTO document_versions (document_pk, version, body, text, author, "
+            "updated_us) VALUES (?, ?, '{}', ?, 'user', ?)",
+            (pk, version, text, _now_us()),
+        )
+        self.db.execute(
+            "UPDATE documents SET version = ?, text = ? WHERE pk = ?", (version, text, pk)
         )
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sessionary import query as query_module
 from sessionary.errors import InvalidInput, InvalidQuery
-from sessionary.query import Query, Term, parse_query, to_fts5, words
+from sessionary.query import Query, Term, is_word_char, parse_query, to_fts5, words
 from sessionary.stores._mysql_sql import MySQLDialect, _token
 from sessionary.stores._textmatch import _term_hits, fold, match_text
 
@@ -91,6 +91,15 @@ def test_module_examples() -> None:
 )
 def test_words(text: str, expected: list[str]) -> None:
     assert words(text) == expected
+
+
+def test_the_regular_expressions_of_words_agree_with_is_word_char_everywhere() -> None:
+    """`words` finds runs of `is_word_char` with `re` (in C); both must say the same."""
+    every = [chr(code) for code in range(0x110000)]
+    apart = "\x00".join(every)  # one character a match: NUL is no word character
+    found = {*query_module._LETTERS_AND_DIGITS.findall(apart)}
+    found |= {*query_module._PRIVATE_USE.findall(apart)}
+    assert found == {char for char in every if is_word_char(char)}
 
 
 # --- parsing -----------------------------------------------------------------------------

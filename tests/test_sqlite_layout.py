@@ -439,8 +439,10 @@ def test_a_version_5_file_gets_unstemmed_search_indexes(
             chat.append(Message.user("deployment failed"))
             assert len(old.search("deployment")) == 1  # brings the index up to date
             chat.append(Message.user("indexed only at the next search"))
-            store = old.store
-            store.put_document(old.scope, "user", None, "notes", "k", {}, "deployed", "user", None)
+    # Version 5's documents, as its code wrote them (this code's need version 8's columns).
+    writer = OldFile(path, 5, create=False)
+    writer.put_document("k", "deployed")
+    writer.close()
     assert _applied(path) == [1, 2, 3, 4, 5]
     with sqlite3.connect(path) as db:
         count = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?"

@@ -11,7 +11,8 @@ from _old_sqlite import OldFile
 import sessionary
 from sessionary import Message
 from sessionary.query import parse_query
-from sessionary.stores._sqlite_schema import MIGRATIONS
+from sessionary.stores import _sqlite_base
+from sessionary.stores._sqlite_schema import FILLS, MIGRATIONS
 
 pytestmark = pytest.mark.sqlite
 
@@ -79,3 +80,94 @@ def test_the_message_index_of_an_upgraded_file_merges_16_segments_at_a_time(
     with sqlite3.connect(path) as db:
         found = db.execute("SELECT v FROM messages_fts_config WHERE k = 'automerge'").fetchone()
     assert found == (16,)
+
+
+# ---------------------------------------------------------------- migration 8: the words
+
+
+EMOJI = "Thinking\U0001f914 the robot\U0001f916 said postgres \U0001f642 ready"
+FOUND_BY_WORDS = ["thinking", "robot", '"postgres ready"']
+"""Queries release 7 could not answer on SQLite: unicode61 glued the words to the emoji."""
+
+
+def _fts_count(path: Path, table: str, expression: str) -> int:
+    with sqlite3.connect(path) as db:
+        sql = f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
+        return int(db.execute(sql, (expression,)).fetchone()[0])
+
+
+def _document_keys(manager: sessionary.SessionManager, query: str) -> list[str]:
+    hits = manager.store.search_documents(manager.scope, "user", None, None, parse_query(query), 10)
+    return sorted(hit.key for hit in hits)
+
+
+def _version_7_file(path: Path) -> None:
+    """A file as release 7 left it: an indexed message, one not yet indexed, a document."""
+    old = OldFile(path, 7)
+    old.create("kept")
+    old.append("kept", Message.user(EMOJI, id="indexed"))
+    old.catch_up()
+    old.append("kept", Message.user(f"{EMOJI} again", id="pending"))
+    old.put_document("k", EMOJI)
+    old.close()
+    assert _fts_count(path, "messages_fts", "robot") == 0  # the blind spot
+    assert _fts_count(path, "documents_fts", "robot") == 0
+
+
+def test_a_version_7_file_gets_indexes_of_the_words_next_to_emoji(tmp_path: Path) -> None:
+    path = tmp_path / "v7.db"
+    _version_7_file(path)
+    with sessionary.SessionManager(f"sqlite:///{path}") as new:
+        assert _applied(path) == [(version, name) for version, name, _ in MIGRATIONS]
+        for query in FOUND_BY_WORDS:
+            assert sorted(h.message_id for h in new.search(query)) == ["indexed", "pending"]
+            assert _document_keys(new, query) == ["k"]
+        new.store.put_document(new.scope, "user", None, "notes", "k", {}, "tidy🧹up", "user", None)
+        assert _document_keys(new, "tidy") == ["k"] and _document_keys(new, "robot") == []
+    assert _fts_count(path, "messages_fts", "robot") == 2  # indexed by the migration itself
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        db.execute("INSERT INTO documents_fts (documents_fts) VALUES ('integrity-check')")
+        db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+
+
+def test_a_failing_migration_8_leaves_the_version_7_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v7.db"
+    _version_7_file(path)
+    broken = {8: FILLS[8] + ";\nSELECT * FROM no_such_table;"}
+    with monkeypatch.context() as patch:
+        patch.setattr(_sqlite_base, "FILLS", broken)
+        with pytest.raises(sessionary.SessionaryError):
+            sessionary.SessionManager(f"sqlite:///{path}")
+    assert _applied(path) == [(version, name) for version, name, _ in MIGRATIONS[:7]]
+    assert _fts_count(path, "messages_fts", "ready") == 1  # the old index, untouched
+    with sqlite3.connect(path) as db:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(documents)")]
+    assert "search" not in columns
+    with sessionary.SessionManager(f"sqlite:///{path}") as new:  # the next open migrates
+        assert sorted(h.message_id for h in new.search("robot")) == ["indexed", "pending"]
+
+
+def test_what_a_release_7_process_writes_after_the_upgrade_stays_searchable(
+    tmp_path: Path,
+) -> None:
+    """It indexes raw text: found as release 7 found it (not next to an emoji)."""
+    path = tmp_path / "v7.db"
+    _version_7_file(path)
+    with sessionary.SessionManager(f"sqlite:///{path}") as new:
+        assert len(new.search("robot")) == 2
+        still = OldFile(path, 7, create=False)  # a release 7 process, running meanwhile
+        still.append("kept", Message.user("written by release 7, pelican🦩", id="old-writer"))
+        still.catch_up()
+        still.put_document("k", "rewritten by release 7: heron")
+        still.close()
+        assert [h.message_id for h in new.search("written")] == ["old-writer"]
+        assert _document_keys(new, "heron") == ["k"] and _document_keys(new, "robot") == []
+        chat = new.session("kept")
+        chat.append(Message.user("and again by this release: stork🦢"))
+        assert len(new.search("stork")) == 1
+        assert new.search("pelican") == []  # release 7's blind spot, for its own writes
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

@@ -30,6 +30,8 @@ CORPUS = {
     "runs": "running runners run",
     "lemurs": "lemurs and a lemur",
     "snake": "snake_case and foo-bar and x.y.z",
+    "emoji": "Thinking🤔 the robot🤖 said postgres 🙂 ready 👍\U0001f3fdok",  # a skin tone
+    "marks": "Yor\u00f9b\u00e1: \u1eb9\u0300k\u1ecd\u0301 means lesson",  # NFC, yet marks
 }
 
 TABLE: list[tuple[str, set[str]]] = [
@@ -77,6 +79,17 @@ TABLE: list[tuple[str, set[str]]] = [
     ("10:30 OR x.y.z ret*", {"deploy-failed"}),
     ("x.y.z -deploy*", {"snake"}),
     ('deploy* -"see var"', {"deploy-friday", "deployed"}),
+    # Emoji (of any Unicode version) and combining marks that NFC leaves alone separate
+    # words, as punctuation does: an index whose Unicode tables are older still agrees.
+    ("thinking", {"emoji"}),
+    ("robot", {"emoji"}),
+    ("robot🤖", {"emoji"}),
+    ('"postgres ready"', {"emoji"}),
+    ('"said postgres 🙂 ready ok"', {"emoji"}),
+    ("ok", {"emoji"}),
+    ("\u1eb9\u0300k\u1ecd\u0301", {"marks"}),
+    ('"\u1eb9\u0300k\u1ecd\u0301 means"', {"marks"}),
+    ("yoruba", {"marks"}),
 ]
 
 

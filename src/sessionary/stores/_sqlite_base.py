@@ -36,8 +36,9 @@ from sessionary.retention import Clock, clock_us, system_clock
 from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES
 from sessionary.stores._rows import now_us
 from sessionary.stores._sqlite_fork import Carried
+from sessionary.stores._sqlite_index import register_words
 from sessionary.stores._sqlite_rows import store_error
-from sessionary.stores._sqlite_schema import MIGRATIONS, statements
+from sessionary.stores._sqlite_schema import FILLS, MIGRATIONS, statements
 
 __all__ = ["SQLiteBase"]
 
@@ -92,7 +93,7 @@ class SQLiteBase(Carried):
         """A new connection to the file, in the mode the store was opened with."""
         path, mode = self.path, self._mode
         try:
-            return sqlite3.connect(
+            db = sqlite3.connect(
                 path if mode is None else f"file:{quote(path)}?mode={mode}",
                 uri=mode is not None,
                 isolation_level=None,
@@ -102,6 +103,8 @@ class SQLiteBase(Carried):
             )
         except sqlite3.Error as exc:
             raise store_error(path, exc) from exc
+        register_words(db)  # what the search indexes hold, for SQL that fills them
+        return db
 
     def _reconnect(self) -> sqlite3.Connection:
         db = self._connect()
@@ -140,7 +143,7 @@ class SQLiteBase(Carried):
             for version, name, sql in MIGRATIONS:
                 if version <= current:
                     continue
-                for statement in statements(sql):
+                for statement in statements(sql) + statements(FILLS.get(version, "")):
                     db.execute(statement)
                 db.execute(
                     "INSERT INTO schema_migrations (version, name, applied_us) VALUES (?, ?, ?)",

@@ -34,6 +34,7 @@ from sessionary.stores._documents import (
     owner_key,
     restore_plan,
 )
+from sessionary.stores._sqlite_index import index_text
 from sessionary.stores._sqlite_registry import SQLiteRegistry
 from sessionary.stores._textmatch import document_hits, pool_size
 
@@ -80,7 +81,11 @@ class SQLiteDocuments(SQLiteRegistry):
         version: int,
         updated_us: int,
     ) -> None:
-        """Store one version; the document's row follows its highest version."""
+        """Store one version; the document's row follows its highest version.
+
+        The row keeps the version's text and, for its search index, the text's words
+        (naming `search_version` tells the schema's triggers this release wrote them).
+        """
         db.execute(
             "INSERT INTO documents (level, tenant, user_id, owner, namespace, doc_key, version, "
             "text) VALUES (?, ?, ?, ?, ?, ?, 0, '') "
@@ -97,8 +102,9 @@ class SQLiteDocuments(SQLiteRegistry):
         )
         if version > latest:
             db.execute(
-                "UPDATE documents SET version = ?, text = ? WHERE pk = ?",
-                (version, prepared.text, pk),
+                "UPDATE documents SET version = ?1, text = ?2, search = ?3, search_version = ?1 "
+                "WHERE pk = ?4",
+                (version, prepared.text, index_text(prepared.text), pk),
             )
 
     def put_document(

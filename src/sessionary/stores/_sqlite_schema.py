@@ -33,12 +33,23 @@ Design notes:
   updated_us` and ordering by `(active_us, id)` is ordering by activity, with a cursor
   that stays exact. Successive appends to the session in use, the common case, touch no
   index of `sessions`.
-- `messages_fts` is an external-content FTS5 index over `messages.text`. It is filled in
+- `messages_fts` is an FTS5 index of the words of `messages.text`. It is filled in
   batches (see `search_progress`), not by a trigger in every append transaction. Since
   version 6 both FTS5 indexes hold words unstemmed (`unicode61`, no `porter`). Since
   version 7 the message index merges its segments 16 at a time (`automerge`, 4 by
   default): an index filled in batches is otherwise rewritten level after level, which
   cost about a fifth of the bytes a bulk append writes and an eighth of its CPU.
+- Since version 8 both indexes are given a text's words as `sessionary.query.words`
+  finds them (`_sqlite_index.index_text`), not the text as written: `unicode61` knows
+  Unicode 6.1, takes every codepoint assigned since (most emoji, skin tones) for a
+  letter and a combining mark for part of a word, so "robot🤖" was one word that
+  `robot` never found, and "postgres 🙂 ready" no phrase "postgres ready". The tokenizer
+  (`TOKENIZER`) splits none of the words it is given, and folds each. The message index
+  is contentless (`content = ''`): the words are worked out from `messages.text` (the
+  SQL function `sessionary_words`) when a message is indexed and again when it is
+  removed. A document's words are kept in `documents.search`, which `documents_fts`
+  indexes by triggers as before; `search_version` is the version whose text they are
+  the words of.
 - A session with a TTL keeps it in `ttl_us`, with `ttl_sliding` (count from the last
   activity, the view's `updated_us`, or from `created_us`); reads hide it once expired,
   and `sessions_ttl` (only rows with a TTL) is what the sweeper scans. Such sessions
@@ -48,13 +59,47 @@ Design notes:
   document is what `documents_fts` indexes, by triggers: documents are written far less
   often than messages are appended, and their index is then always current. Deleting a
   document's row deletes its versions (a trigger) so no version outlives its document.
+
+Migration 8 rebuilds both indexes from the stored text, every message included (the
+watermark ends at the newest), inside its one transaction: interrupted, it leaves the
+file at version 7 as it was, and the next open runs it again. It holds the write lock
+meanwhile, as migration 6 did: 100,000 messages of 300 characters (a quarter of them
+not ASCII) took 6 seconds, so a file of a million keeps other writers waiting about a
+minute, longer than their `busy_timeout` (30 seconds by default). It needs
+`sessionary_words`, so its fill is SQL of its own (`FILLS`), which only the engine
+runs; on a new file, the only kind `sessionary schema --print` is for, there is
+nothing to fill.
+
+A process of release 7 still running against the file after the upgrade (one started
+after it refuses the newer schema) keeps working, and what it writes stays searchable.
+Its catch-ups index the raw text of the messages they reach, split by `unicode61` as
+release 7 did: those messages keep that release's blind spot (words next to a new
+emoji or a combining mark) and no other, since for any other text the raw text and
+its words give the index the same words at the same positions. Its searches find what
+this release indexed as well as what it did. Where one release removes (edits,
+deletes) a message the other indexed and the two disagree on its words, the words the
+remover does not know of stay in the index: they only hand the Python check
+(`stores._textmatch`) a candidate that it drops. A document it writes sets `text`
+alone, leaving `search_version` behind, and a trigger (`documents_text`) then indexes
+that text as release 7 did.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["MIGRATIONS", "statements"]
+__all__ = ["FILLS", "MIGRATIONS", "TOKENIZER", "statements"]
+
+_LETTERS_61_SEPARATES = "".join(map(chr, [*range(0x19B0, 0x19C1), 0x19C8, 0x19C9, 0x1CF2, 0x1CF3]))
+"""Letters to Python's `unicodedata` (since Unicode 8 and 10; marks before) that
+unicode61's Unicode 6.1 tables take for separators: New Tai Lue vowel signs and tone
+marks, two Vedic signs. Every other letter, digit or private-use character is part of a
+word to it (tests/test_sqlite_words.py checks every codepoint)."""
+
+TOKENIZER = f"unicode61 remove_diacritics 2 tokenchars '{_LETTERS_61_SEPARATES}'"
+"""The FTS5 tokenizer of both indexes since version 8. It keeps every letter, digit and
+private-use character in a word, so given a text's words (`_sqlite_index.index_text`)
+it splits none of them, and folds each one's case and accents."""
 
 _V1 = """
 CREATE TABLE sessions (
@@ -243,6 +288,46 @@ _V7 = """
 INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 16);
 """
 
+# Both indexes over the words (see the module docstring): the message index is emptied
+# here and filled by `FILLS`; a document's words start as its text (an index that SQL
+# alone can build, for `schema --print`) and are then replaced by `FILLS`.
+_V8 = f"""
+DROP TABLE messages_fts;
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    text, content = '', tokenize = "{TOKENIZER}"
+);
+INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 16);
+UPDATE search_progress SET indexed_upto = 0;
+DROP TRIGGER documents_index;
+DROP TRIGGER documents_reindex;
+DROP TRIGGER documents_drop;
+DROP TABLE documents_fts;
+ALTER TABLE documents ADD COLUMN search TEXT NOT NULL DEFAULT '';
+ALTER TABLE documents ADD COLUMN search_version INTEGER NOT NULL DEFAULT 0;
+UPDATE documents SET search = text, search_version = version;
+CREATE VIRTUAL TABLE documents_fts USING fts5 (
+    search, content = 'documents', content_rowid = 'pk', tokenize = "{TOKENIZER}"
+);
+INSERT INTO documents_fts (documents_fts) VALUES ('rebuild');
+CREATE TRIGGER documents_index AFTER INSERT ON documents BEGIN
+    INSERT INTO documents_fts (rowid, search) VALUES (new.pk, new.search);
+END;
+CREATE TRIGGER documents_reindex AFTER UPDATE OF search ON documents BEGIN
+    INSERT INTO documents_fts (documents_fts, rowid, search)
+    VALUES ('delete', old.pk, old.search);
+    INSERT INTO documents_fts (rowid, search) VALUES (new.pk, new.search);
+END;
+CREATE TRIGGER documents_text AFTER UPDATE OF text ON documents
+WHEN new.search_version != new.version BEGIN
+    UPDATE documents SET search = new.text, search_version = new.version WHERE pk = new.pk;
+END;
+CREATE TRIGGER documents_drop AFTER DELETE ON documents BEGIN
+    INSERT INTO documents_fts (documents_fts, rowid, search)
+    VALUES ('delete', old.pk, old.search);
+    DELETE FROM document_versions WHERE document_pk = old.pk;
+END
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, messages, search index and state", _V1),
     (2, "versioned documents with a search index", _V2),
@@ -251,8 +336,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (5, "a TTL per session (retention), sliding or fixed", _V5),
     (6, "search indexes of whole words, unstemmed", _V6),
     (7, "the message search index merges its segments 16 at a time", _V7),
+    (8, "search indexes of the words as queries split them, emoji and all", _V8),
 ]
 """(version, name, SQL) in order; statements end with semicolons (triggers may hold more)."""
+
+FILLS: dict[int, str] = {
+    8: """
+UPDATE documents SET search = sessionary_words(text) WHERE search != sessionary_words(text);
+INSERT INTO messages_fts (rowid, text)
+SELECT seq, sessionary_words(text) FROM messages WHERE text != '';
+UPDATE search_progress SET indexed_upto = (SELECT coalesce(max(seq), 0) FROM messages);
+""",
+}
+"""SQL a migration runs after its own, in its transaction, to fill what it made from the
+rows already stored. It calls `sessionary_words`, which the engine registers on its
+connections (`_sqlite_index.register_words`) and no other client has."""
 
 
 def statements(sql: str) -> list[str]:

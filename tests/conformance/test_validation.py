@@ -25,6 +25,8 @@ from sessionary import (
     ToolCallPart,
     ToolResultPart,
 )
+from sessionary.query import parse_query
+from sessionary.records import MAX_LIMIT, SessionFilter
 
 Snapshot = Callable[[str], list[dict[str, Any]]]
 
@@ -230,6 +232,69 @@ def test_invalid_limits_are_refused(manager: sessionary.SessionManager, limit: A
         manager.search("hello", limit=limit)
     with pytest.raises(InvalidInput):
         chat.search("hello", limit=limit)
+
+
+def _limited_calls(
+    manager: sessionary.SessionManager, chat: sessionary.Session, capabilities: frozenset[str]
+) -> dict[str, Callable[[int], object]]:
+    """Every call that takes a limit, public or store-level, on one stored session."""
+    store, scope = manager.store, manager.scope
+    calls: dict[str, Callable[[int], object]] = {
+        "history": lambda n: chat.history(limit=n),
+        "context_history": lambda n: chat.context_history(limit=n),
+        "list": lambda n: manager.list(limit=n),
+        "store.list_sessions": lambda n: store.list_sessions(scope, SessionFilter(), n, None),
+        "store.get_path": lambda n: store.get_path(scope, chat.id, None, n),
+        "store.page_messages": lambda n: store.page_messages(scope, chat.id, None, n),
+    }
+    if hasattr(store, "sweep"):  # a store of your own may have none
+        calls["sweep"] = lambda n: manager.sweep(limit=n)
+        calls["sweep batch_size"] = lambda n: manager.sweep(batch_size=n)
+    if "documents" in capabilities:
+        calls["audit"] = lambda n: manager.audit(limit=n)
+        calls["store.list_documents"] = lambda n: store.list_documents(
+            scope, "user", None, None, n, None
+        )
+    if "search" in capabilities:
+        calls["search"] = lambda n: manager.search("hello", limit=n)
+        calls["session.search"] = lambda n: chat.search("hello", limit=n)
+    if "document_search" in capabilities:
+        calls["store.search_documents"] = lambda n: store.search_documents(
+            scope, "user", None, None, parse_query("hello"), n
+        )
+    return calls
+
+
+@pytest.mark.parametrize("limit", [MAX_LIMIT + 1, 2**63, 10**30])
+def test_a_limit_past_the_maximum_is_refused_by_every_call(
+    manager: sessionary.SessionManager,
+    snapshot: Snapshot,
+    capabilities: frozenset[str],
+    limit: int,
+) -> None:
+    chat = started(manager)
+    before = snapshot(chat.id)
+    for name, call in _limited_calls(manager, chat, capabilities).items():
+        with pytest.raises(InvalidInput, match="2\\*\\*31-1"):
+            call(limit)
+        assert snapshot(chat.id) == before, name
+
+
+def test_the_largest_limit_is_taken_by_every_call(
+    manager: sessionary.SessionManager, capabilities: frozenset[str]
+) -> None:
+    chat = started(manager)
+    manager.update_state({"note": "hello"})
+    for call in _limited_calls(manager, chat, capabilities).values():
+        call(MAX_LIMIT)  # no error on any store
+    assert [m.text for m in chat.history(limit=MAX_LIMIT)] == ["hello", "hi"]
+    assert [i.id for i in manager.list(limit=MAX_LIMIT)] == [chat.id]
+    paged, _ = manager.store.page_messages(manager.scope, chat.id, None, MAX_LIMIT)
+    assert len(paged) == 2
+    if "search" in capabilities:
+        assert [h.message_id for h in manager.search("hello", limit=MAX_LIMIT)] == [
+            chat.history()[0].id
+        ]
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ from sessionary.model import (
     to_micros,
 )
 from sessionary.records import (
+    MAX_LIMIT,
     Document,
     Expected,
     Head,
@@ -202,15 +203,19 @@ def encode_json(value: Any, what: str, max_bytes: int) -> str:
 
 
 def check_limit(limit: int | None, what: str = "limit") -> None:
-    """Raise `InvalidInput` unless `limit` is None or a positive int.
+    """Raise `InvalidInput` unless `limit` is None or a whole number from 1 to `MAX_LIMIT`.
+
+    The upper bound keeps every backend's answer the same: past it, SQLite's driver
+    overflows, PostgreSQL and MySQL fail on their LIMIT arithmetic, while memory and
+    Redis would answer.
 
     Raises:
-        InvalidInput: If `limit` is not None or a positive int.
+        InvalidInput: If `limit` is not None or a whole number from 1 to `MAX_LIMIT`.
     """
     if limit is None:
         return
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInput(f"{what} must be a positive integer, got {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"{what} must be a whole number from 1 to 2**31-1, got {limit!r}")
 
 
 MAX_COUNT = (1 << 63) - 1

@@ -52,6 +52,7 @@ from sessionary.session import AsyncSession, check_role
 from sessionary.stores._common import (
     check_cost,
     check_count,
+    check_filter,
     check_limit,
 )
 from sessionary.stores.audited import AsyncAuditedStore, AsyncAuditLog
@@ -301,11 +302,15 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
             source: Only sessions with this source.
             parent_session_id: Only sessions forked or split from this one.
             ended: Only ended (True) or open (False) sessions.
+
+        Raises:
+            InvalidInput: If `limit` is not from 1 to `MAX_LIMIT`, or a filter has the
+                wrong type (name, model, source: a label; ended: True or False).
+            InvalidId: If `parent_session_id` is malformed.
         """
         check_limit(limit)
-        if parent_session_id is not None:
-            check_id(parent_session_id, "parent session id")
         where = SessionFilter(name, model, source, parent_session_id, ended)
+        check_filter(where)
         return await self.store.list_sessions(self.scope, where, limit, cursor)
 
     async def rename(self, session_id: str, name: str) -> SessionInfo:

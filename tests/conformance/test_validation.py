@@ -297,6 +297,39 @@ def test_the_largest_limit_is_taken_by_every_call(
         ]
 
 
+BAD_FILTERS: list[Any] = [
+    pytest.param({"name": 5}, id="name-int"),
+    pytest.param({"model": 5}, id="model-int"),
+    pytest.param({"source": 5}, id="source-int"),
+    pytest.param({"name": b"chat"}, id="name-bytes"),
+    pytest.param({"model": ["gpt"]}, id="model-list"),
+    pytest.param({"source": "a\x00b"}, id="source-nul"),
+    pytest.param({"name": "\ud800"}, id="name-surrogate"),
+    pytest.param({"ended": "yes"}, id="ended-str"),
+    pytest.param({"ended": 1}, id="ended-1"),
+    pytest.param({"ended": 0}, id="ended-0"),
+    pytest.param({"parent_session_id": 5}, id="parent-int"),
+]
+
+
+@pytest.mark.parametrize("where", BAD_FILTERS)
+def test_a_list_filter_of_the_wrong_type_is_refused(
+    manager: sessionary.SessionManager, where: dict[str, Any]
+) -> None:
+    manager.create(id="open1", name="chat", model="gpt", source="cli")
+    manager.create(id="ended1", name="chat", model="gpt", source="cli")
+    manager.end("ended1")
+    with pytest.raises(InvalidInput):
+        manager.list(**where)
+    with pytest.raises(InvalidInput):
+        manager.store.list_sessions(manager.scope, SessionFilter(**where), 10, None)
+    # the right types still filter
+    assert [i.id for i in manager.list(ended=True, name="chat", model="gpt", source="cli")] == [
+        "ended1"
+    ]
+    assert [i.id for i in manager.list(ended=False)] == ["open1"]
+
+
 @pytest.mark.parametrize(
     "bad_id",
     [

@@ -41,6 +41,7 @@ from sessionary.records import (
     Expected,
     Head,
     Scope,
+    SessionFilter,
     SessionInfo,
     SessionUpdate,
     State,
@@ -63,6 +64,7 @@ __all__ = [
     "check_document_ref",
     "check_document_version",
     "check_expected_version",
+    "check_filter",
     "check_head",
     "check_namespace",
     "check_restored_versions",
@@ -216,6 +218,25 @@ def check_limit(limit: int | None, what: str = "limit") -> None:
         return
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"{what} must be a whole number from 1 to 2**31-1, got {limit!r}")
+
+
+def check_filter(where: SessionFilter) -> None:
+    """Check the fields of a `list` filter before any store compares them.
+
+    A value of another type would be compared by each backend in its own way (no match,
+    a truthy match, or a driver error), and a label no session can have (a control
+    character, a lone surrogate) fails in some drivers: both are refused the same way.
+
+    Raises:
+        InvalidInput: If name, model or source is not None or a label, parent_session_id
+            not None or a valid id, or ended not None, True or False.
+    """
+    for name in ("name", "model", "source"):
+        check_label(getattr(where, name), f"the {name} filter")
+    if where.parent_session_id is not None:
+        check_id(where.parent_session_id, "parent session id")
+    if where.ended is not None and not isinstance(where.ended, bool):
+        raise InvalidInput(f"the ended filter must be True, False or None, got {where.ended!r}")
 
 
 MAX_COUNT = (1 << 63) - 1

@@ -20,6 +20,7 @@ from sessionary.records import (
 )
 from sessionary.retention import is_expired, live_sql, ttl_micros
 from sessionary.stores._common import (
+    check_filter,
     check_label,
     check_limit,
     check_restore,
@@ -108,6 +109,7 @@ class SQLiteRegistry(SQLiteBase):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
+        check_filter(where)
         now = self._now_us()
         sql, params = list_sql(scope, where, limit, cursor, "?", "active_us", "sessions_now", now)
         with self._read() as db:

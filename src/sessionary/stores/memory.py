@@ -47,6 +47,7 @@ from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
     check_delete,
+    check_filter,
     check_head,
     check_label,
     check_limit,
@@ -160,6 +161,7 @@ class MemoryEngine(MemoryDocuments):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
+        check_filter(where)
         with self._lock:
             rows = [
                 self._info(s)

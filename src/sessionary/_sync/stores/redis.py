@@ -74,6 +74,7 @@ from sessionary.retention import Clock, clock_us, is_expired, system_clock
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     check_document_ref,
+    check_filter,
     check_head,
     check_label,
     check_limit,
@@ -238,6 +239,7 @@ class RedisStore(RedisDocuments, RedisGovernance):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
+        check_filter(where)
         after = None if cursor is None else tuple(decode_cursor(cursor, int, str))
         keys = self._keys(scope)
         top = "+inf" if after is None else str(after[0])

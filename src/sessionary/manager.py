@@ -52,6 +52,7 @@ from sessionary.session import AsyncSession, check_role
 from sessionary.stores._common import (
     check_cost,
     check_count,
+    check_expected_version,
     check_filter,
     check_limit,
 )
@@ -581,10 +582,13 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         expected_version: int | None = None,
         level: StateLevel = "user",
     ) -> State:
-        """Merge-patch this scope's user state (or with `level="app"` the tenant's)."""
-        return await self.store.update_state(
-            self.scope, level, None, check_patch(patch), expected_version
-        )
+        """Merge-patch this scope's user state (or with `level="app"` the tenant's).
+
+        Arguments and errors are those of `AsyncSession.update_state`.
+        """
+        patch = check_patch(patch)
+        expected = check_expected_version(expected_version, InvalidInput)
+        return await self.store.update_state(self.scope, level, None, patch, expected)
 
     async def documents(
         self,

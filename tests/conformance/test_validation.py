@@ -490,6 +490,29 @@ def test_a_patch_with_a_non_string_key_is_refused(
     assert snapshot(chat.id) == before
 
 
+@pytest.mark.parametrize("version", ["0", "1", -1, False, True, 0.0, 1.0, [1]])
+def test_an_expected_state_version_of_the_wrong_type_is_refused(
+    manager: sessionary.SessionManager, snapshot: Snapshot, version: Any
+) -> None:
+    chat = started(manager)  # its state is at version 1
+    manager.update_state({"u": 1})
+    before = snapshot(chat.id)
+    for level in ("session", "user", "app"):
+        with pytest.raises(InvalidInput, match="expected_version"):
+            chat.update_state({"x": 1}, expected_version=version, level=level)
+        with pytest.raises(InvalidInput, match="expected_version"):
+            manager.store.update_state(manager.scope, level, chat.id, {"x": 1}, version)
+    for level in ("user", "app"):
+        with pytest.raises(InvalidInput, match="expected_version"):
+            manager.update_state({"x": 1}, expected_version=version, level=level)
+    assert snapshot(chat.id) == before
+    assert manager.get_state() == sessionary.State({"u": 1}, 1)
+    assert manager.get_state("app") == sessionary.State({}, 0)
+    # a whole number is compared as before: 0 for a state never written
+    assert manager.update_state({"a": 1}, expected_version=0, level="app").version == 1
+    assert chat.update_state({"k": 2}, expected_version=1).version == 2
+
+
 @pytest.mark.parametrize("level", ["bogus", "", "SESSION", None])
 def test_an_unknown_state_level_is_refused(
     manager: sessionary.SessionManager, snapshot: Snapshot, level: Any

@@ -59,6 +59,7 @@ from sessionary.retention import Clock, check_ttl
 from sessionary.stores._common import (
     check_cost,
     check_count,
+    check_expected_version,
     check_filter,
     check_limit,
 )
@@ -571,10 +572,13 @@ class SessionManager(HistoryToolsMixin):
         expected_version: int | None = None,
         level: StateLevel = "user",
     ) -> State:
-        """Merge-patch this scope's user state (or with `level="app"` the tenant's)."""
-        return self.store.update_state(
-            self.scope, level, None, check_patch(patch), expected_version
-        )
+        """Merge-patch this scope's user state (or with `level="app"` the tenant's).
+
+        Arguments and errors are those of `Session.update_state`.
+        """
+        patch = check_patch(patch)
+        expected = check_expected_version(expected_version, InvalidInput)
+        return self.store.update_state(self.scope, level, None, patch, expected)
 
     def documents(
         self,

@@ -37,7 +37,7 @@ from sessionary.records import (
     StateLevel,
     check_patch,
 )
-from sessionary.stores._common import check_limit
+from sessionary.stores._common import check_expected_version, check_limit
 from sessionary.toolspec import ToolSpec
 from sessionary.window import orphan_results, pair_safe_start
 
@@ -491,19 +491,21 @@ class Session(ContextMixin):
 
         Args:
             patch: The changes, as a JSON object.
-            expected_version: If given, the version the state must still have.
+            expected_version: If given, the version the state must still have (0: it
+                was never written).
             level: "session" (default), "user" or "app".
 
         Raises:
             InvalidPatch: If `patch` is not a JSON object of JSON values with string keys,
                 nested at most `MAX_JSON_DEPTH` (100) deep.
-            InvalidInput: If the patched state holds a lone surrogate.
+            InvalidInput: If the patched state holds a lone surrogate, or
+                `expected_version` is not None or a whole number of at least 0.
             PayloadTooLarge: If the patched state is over the store's size limit.
             VersionConflict: If `expected_version` no longer holds.
         """
-        return self._store.update_state(
-            self._scope, level, self._id, check_patch(patch), expected_version
-        )
+        patch = check_patch(patch)
+        expected = check_expected_version(expected_version, InvalidInput)
+        return self._store.update_state(self._scope, level, self._id, patch, expected)
 
     # ------------------------------------------------------------------ working context
 

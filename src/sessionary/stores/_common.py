@@ -500,16 +500,21 @@ def check_head(session_id: str, head: str | None, expected: Expected) -> None:
         raise HeadConflict(f"session {session_id!r} head is {head!r}, not {expected!r}")
 
 
-def check_expected_version(expected: object) -> int | None:
+def check_expected_version(
+    expected: object, error: type[InvalidInput] = InvalidDocument
+) -> int | None:
     """Return `expected` if it is None or a whole number of at least 0.
 
+    Documents and state take the same rule (their errors differ): a string, a float or a
+    bool is refused, never compared with the stored version.
+
     Raises:
-        InvalidDocument: If it is not.
+        InvalidDocument: (or `error`) If it is not.
     """
     if expected is None:
         return None
     if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
-        raise InvalidDocument(
+        raise error(
             f"expected_version must be None or a whole number of at least 0, got {expected!r}"
         )
     return expected

@@ -47,6 +47,7 @@ from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
     check_delete,
+    check_expected_version,
     check_filter,
     check_head,
     check_label,
@@ -507,6 +508,7 @@ class MemoryEngine(MemoryDocuments):
         expected_version: int | None,
     ) -> State:
         patch = check_patch(patch)
+        expected_version = check_expected_version(expected_version, InvalidInput)
         with self._lock:
             key = self._state_key(scope, level, session_id)
             current = self._states.get(key, empty_state())

@@ -69,6 +69,7 @@ from sessionary.retention import Clock, clock_us, is_expired, system_clock
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     check_document_ref,
+    check_expected_version,
     check_filter,
     check_head,
     check_label,
@@ -570,6 +571,7 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
         expected_version: int | None,
     ) -> State:
         patch = check_patch(patch)
+        expected_version = check_expected_version(expected_version, InvalidInput)
         backoff = AsyncBackoff(f"update {level} state")
         while True:
             old, current = await self._read_state(scope, level, session_id)

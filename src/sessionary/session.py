@@ -203,11 +203,22 @@ class AsyncSession(AsyncContextMixin):
         """Append messages as a chain, atomically: all of them or none.
 
         The first answers `parent`; each next one answers the one before. Arguments and
-        errors are those of `append`.
+        errors are those of `append`; `messages` is read whole before anything is written,
+        so an error it raises (a generator's own) propagates and writes nothing.
+
+        Raises:
+            InvalidMessage: If `messages` is not an iterable of messages (None, a number,
+                one message), or one of them is malformed.
         """
         if isinstance(messages, Message | Mapping | str | bytes):
             raise InvalidMessage("append_all takes an iterable of messages; use append for one")
-        batch = [coerce_message(m) for m in messages]
+        try:
+            each = iter(messages)
+        except TypeError:
+            raise InvalidMessage(
+                f"append_all takes an iterable of messages, not {type(messages).__name__}"
+            ) from None
+        batch = [coerce_message(m) for m in each]
         if not batch:
             return []
         stored = await self._store.append(

@@ -152,6 +152,35 @@ def test_a_part_object_with_a_wrong_field_type_is_refused(
     assert snapshot(chat.id) == before
 
 
+@pytest.mark.parametrize("batch", [None, 5, 1.5, object()], ids=["none", "int", "float", "object"])
+def test_append_all_of_something_not_iterable_is_an_invalid_message(
+    manager: sessionary.SessionManager, snapshot: Snapshot, batch: Any
+) -> None:
+    chat = started(manager)
+    before = snapshot(chat.id)
+    with pytest.raises(InvalidMessage, match="iterable"):
+        chat.append_all(batch)
+    with pytest.raises(InvalidMessage, match="iterable"):
+        manager.append_all(chat.id, batch)
+    assert snapshot(chat.id) == before
+
+
+def test_append_all_of_a_generator_that_fails_writes_nothing(
+    manager: sessionary.SessionManager, snapshot: Snapshot
+) -> None:
+    chat = started(manager)
+    before = snapshot(chat.id)
+
+    def failing() -> Any:
+        yield Message.user("first")
+        raise LookupError("the caller's own error")
+
+    with pytest.raises(LookupError, match="the caller's own error"):
+        chat.append_all(failing())
+    assert snapshot(chat.id) == before
+    assert [m.text for m in chat.append_all(iter([Message.user("gen")]))] == ["gen"]
+
+
 def test_a_bad_batch_writes_nothing(manager: sessionary.SessionManager, snapshot: Snapshot) -> None:
     chat = started(manager)
     before = snapshot(chat.id)

@@ -144,6 +144,19 @@ def test_the_managers_ttl_applies_to_the_sessions_it_creates(
         assert other.list().items == []
 
 
+def test_a_ttl_is_kept_in_whole_microseconds_on_every_store(
+    timed: sessionary.SessionManager, clock: FakeClock
+) -> None:
+    assert timed.create(id="tiny", ttl=1e-9).info().ttl == 1e-6  # at least 1 µs
+    assert timed.create(id="odd", ttl=2.0000004).info().ttl == 2.0
+    timed.create(id="set")
+    assert timed.set_ttl("set", 1e-9).ttl == 1e-6
+    # what it reports is what it expires by: alive now, gone 1 µs later
+    assert sorted(info.id for info in timed.list()) == ["odd", "set", "tiny"]
+    clock.advance(1e-6)
+    assert [info.id for info in timed.list()] == ["odd"]
+
+
 def test_the_sweeper_deletes_expired_sessions_with_all_they_own(
     timed: sessionary.SessionManager, clock: FakeClock, store_url: str
 ) -> None:

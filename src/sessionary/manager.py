@@ -161,6 +161,9 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
     def as_actor(self, actor: str) -> AsyncSessionManager:
         """Return a manager sharing this one's store whose changes are logged as `actor`.
 
+        Everything else is this manager's, as with `for_user`: scope, config,
+        compaction, TTL, and the store's clock and encryption.
+
         Raises:
             InvalidInput: If `actor` is not 1 to 128 printable characters.
         """
@@ -173,6 +176,8 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
             user=self.scope.user,
             config=self.config,
             compaction=self.compaction,
+            ttl=self.ttl,
+            ttl_sliding=self.ttl_sliding,
         )
 
     @property

@@ -139,6 +139,9 @@ def test_the_managers_ttl_applies_to_the_sessions_it_creates(
         other = mgr.for_user("other")
         other.create(id="c")
         assert other.get("c").ttl == 60  # type: ignore[union-attr]
+        # a manager for another actor keeps the TTL too (and its kind)
+        mgr.as_actor("bob").create(id="d")
+        assert (mgr.get("d").ttl, mgr.get("d").ttl_sliding) == (60, False)  # type: ignore[union-attr]
         clock.advance(61)
         assert [info.id for info in mgr.list()] == ["b"]
         assert other.list().items == []

@@ -52,6 +52,8 @@ from sessionary.session import AsyncSession, check_role
 from sessionary.stores._common import (
     check_cost,
     check_count,
+    check_expected_version,
+    check_filter,
     check_limit,
 )
 from sessionary.stores.audited import AsyncAuditedStore, AsyncAuditLog
@@ -159,6 +161,9 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
     def as_actor(self, actor: str) -> AsyncSessionManager:
         """Return a manager sharing this one's store whose changes are logged as `actor`.
 
+        Everything else is this manager's, as with `for_user`: scope, config,
+        compaction, TTL, and the store's clock and encryption.
+
         Raises:
             InvalidInput: If `actor` is not 1 to 128 printable characters.
         """
@@ -171,6 +176,8 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
             user=self.scope.user,
             config=self.config,
             compaction=self.compaction,
+            ttl=self.ttl,
+            ttl_sliding=self.ttl_sliding,
         )
 
     @property
@@ -301,11 +308,15 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
             source: Only sessions with this source.
             parent_session_id: Only sessions forked or split from this one.
             ended: Only ended (True) or open (False) sessions.
+
+        Raises:
+            InvalidInput: If `limit` is not from 1 to `MAX_LIMIT`, or a filter has the
+                wrong type (name, model, source: a label; ended: True or False).
+            InvalidId: If `parent_session_id` is malformed.
         """
         check_limit(limit)
-        if parent_session_id is not None:
-            check_id(parent_session_id, "parent session id")
         where = SessionFilter(name, model, source, parent_session_id, ended)
+        check_filter(where)
         return await self.store.list_sessions(self.scope, where, limit, cursor)
 
     async def rename(self, session_id: str, name: str) -> SessionInfo:
@@ -576,10 +587,13 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         expected_version: int | None = None,
         level: StateLevel = "user",
     ) -> State:
-        """Merge-patch this scope's user state (or with `level="app"` the tenant's)."""
-        return await self.store.update_state(
-            self.scope, level, None, check_patch(patch), expected_version
-        )
+        """Merge-patch this scope's user state (or with `level="app"` the tenant's).
+
+        Arguments and errors are those of `AsyncSession.update_state`.
+        """
+        patch = check_patch(patch)
+        expected = check_expected_version(expected_version, InvalidInput)
+        return await self.store.update_state(self.scope, level, None, patch, expected)
 
     async def documents(
         self,

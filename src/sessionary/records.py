@@ -17,6 +17,7 @@ __all__ = [
     "ANY",
     "HEAD",
     "MAX_JSON_DEPTH",
+    "MAX_LIMIT",
     "Document",
     "DocumentHit",
     "Expected",
@@ -292,6 +293,11 @@ def merge_patch(target: Any, patch: Any) -> Any:
             result[key] = merge_patch(result.get(key), value)
     return result
 
+
+MAX_LIMIT = 2**31 - 1
+"""The largest `limit` any call takes (history, list, search, pages): the largest signed
+32-bit integer, which every server takes in LIMIT and arithmetic on it, and a Lua script
+on Redis holds exactly. Larger is `InvalidInput` on every store, never an overflow."""
 
 MAX_JSON_DEPTH = 100
 """The deepest any JSON value a caller gives may nest: objects and arrays inside each

@@ -27,6 +27,7 @@ __all__ = [
     "expires_us",
     "is_expired",
     "live_sql",
+    "stored_ttl",
     "system_clock",
     "ttl_micros",
 ]
@@ -75,6 +76,16 @@ def check_ttl(ttl: object, what: str = "ttl") -> float | None:
 def ttl_micros(ttl: float | None) -> int | None:
     """A TTL in whole microseconds (at least one), as the stores keep it."""
     return None if ttl is None else max(1, round(ttl * 1_000_000))
+
+
+def stored_ttl(ttl: float | None) -> float | None:
+    """A TTL in seconds as a store reads it back: rounded by `ttl_micros`.
+
+    A store keeping seconds (the in-memory one) keeps this, so it reports, and expires
+    by, the same TTL as the stores keeping microseconds.
+    """
+    micros = ttl_micros(ttl)
+    return None if micros is None else micros / 1_000_000
 
 
 def expires_us(created_us: int, updated_us: int, ttl_us: int | None, sliding: bool) -> int | None:

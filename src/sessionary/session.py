@@ -33,7 +33,7 @@ from sessionary.records import (
     StateLevel,
     check_patch,
 )
-from sessionary.stores._common import check_limit
+from sessionary.stores._common import check_expected_version, check_limit
 from sessionary.stores.base import AsyncStore
 from sessionary.tools import AsyncReader
 from sessionary.toolspec import ToolSpec
@@ -205,15 +205,24 @@ class AsyncSession(AsyncContextMixin):
         The first answers `parent`; each next one answers the one before. Messages
         already stored may only come first (a re-sent conversation, a retried batch):
         they stay as they are, and the new ones continue from the last of them. Other
-        arguments and errors are those of `append`.
+        arguments and errors are those of `append`; `messages` is read whole before
+        anything is written, so an error it raises (a generator's own) propagates and
+        writes nothing.
 
         Raises:
-            InvalidMessage: Also if a stored message follows a new one (it cannot answer
-                it); nothing is stored.
+            InvalidMessage: If `messages` is not an iterable of messages (None, a number,
+                one message), or one of them is malformed; also if a stored message
+                follows a new one (it cannot answer it); nothing is stored.
         """
         if isinstance(messages, Message | Mapping | str | bytes):
             raise InvalidMessage("append_all takes an iterable of messages; use append for one")
-        batch = [coerce_message(m) for m in messages]
+        try:
+            each = iter(messages)
+        except TypeError:
+            raise InvalidMessage(
+                f"append_all takes an iterable of messages, not {type(messages).__name__}"
+            ) from None
+        batch = [coerce_message(m) for m in each]
         if not batch:
             return []
         stored = await self._store.append(
@@ -505,19 +514,21 @@ class AsyncSession(AsyncContextMixin):
 
         Args:
             patch: The changes, as a JSON object.
-            expected_version: If given, the version the state must still have.
+            expected_version: If given, the version the state must still have (0: it
+                was never written).
             level: "session" (default), "user" or "app".
 
         Raises:
             InvalidPatch: If `patch` is not a JSON object of JSON values with string keys,
                 nested at most `MAX_JSON_DEPTH` (100) deep.
-            InvalidInput: If the patched state holds a lone surrogate.
+            InvalidInput: If the patched state holds a lone surrogate, or
+                `expected_version` is not None or a whole number of at least 0.
             PayloadTooLarge: If the patched state is over the store's size limit.
             VersionConflict: If `expected_version` no longer holds.
         """
-        return await self._store.update_state(
-            self._scope, level, self._id, check_patch(patch), expected_version
-        )
+        patch = check_patch(patch)
+        expected = check_expected_version(expected_version, InvalidInput)
+        return await self._store.update_state(self._scope, level, self._id, patch, expected)
 
     # ------------------------------------------------------------------ working context
 

@@ -71,6 +71,18 @@ def test_a_sync_session_refuses_an_async_provider(manager: sessionary.SessionMan
         chat.add_context("async", AsyncNotes("x"))
 
 
+@pytest.mark.parametrize("limit", [0, 2**31, 2**63, "3"])
+def test_a_search_limit_is_checked_before_a_provider_sees_it(
+    manager: sessionary.SessionManager, limit: object
+) -> None:
+    index = Index(a="alpha beta")
+    chat = manager.create()
+    chat.add_context("index", index)
+    with pytest.raises(InvalidInput, match="limit"):
+        chat.search_context("index", "beta", limit=limit)  # type: ignore[arg-type]
+    assert [h.key for h in chat.search_context("index", "beta", limit=2**31 - 1)] == ["a"]
+
+
 def test_a_provider_returning_a_non_string_is_refused(manager: sessionary.SessionManager) -> None:
     chat = manager.create()
     with pytest.raises(InvalidInput, match="returned int"):

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 import sessionary
@@ -128,6 +130,35 @@ def test_compact_and_split_with_the_callers_summary(manager: sessionary.SessionM
     assert not shown[0].id.startswith(COMPACTION_PREFIX)
     assert fresh.get_state().data == {"k": 1}
     fresh.append(Message.user("carry on"))
+
+
+class StoppedClock:
+    """A fake clock stopped at one moment, far from the system clock's."""
+
+    now = datetime(2001, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_overlays_and_the_split_summary_take_the_managers_clock(store_url: str) -> None:
+    clock = StoppedClock()
+    with sessionary.SessionManager(store_url, clock=clock) as manager:
+        chat_id = chain(manager, 6)
+        wide = manager.add_compaction(chat_id, "From the start.", "m0", "m3")
+        narrow = manager.add_compaction(chat_id, "From m2 on.", "m2", "m3")
+        assert [o.created_at for o in manager.compactions(chat_id)] == [clock.now, clock.now]
+        # at the same time and end, the one added later applies
+        shown = manager.history(chat_id)
+        assert ids(shown) == ["m0", "m1", f"{COMPACTION_PREFIX}{narrow.id}", "m4", "m5"]
+        assert shown[2].created_at == clock.now
+        assert wide.id != narrow.id
+
+        fresh = manager.compact_and_split(chat_id, "We counted to six.")
+        first = fresh.history()[0]
+        assert CONTINUED_KEY in first.metadata
+        assert first.created_at == clock.now
+        assert [o.created_at for o in manager.compactions(chat_id)][-1] == clock.now
 
 
 def test_compact_and_split_with_a_summary_keeps_a_pending_call(

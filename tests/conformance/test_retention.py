@@ -166,9 +166,25 @@ def test_the_managers_ttl_applies_to_the_sessions_it_creates(
         other = mgr.for_user("other")
         other.create(id="c")
         assert other.get("c").ttl == 60  # type: ignore[union-attr]
+        # a manager for another actor keeps the TTL too (and its kind)
+        mgr.as_actor("bob").create(id="d")
+        assert (mgr.get("d").ttl, mgr.get("d").ttl_sliding) == (60, False)  # type: ignore[union-attr]
         clock.advance(61)
         assert [info.id for info in mgr.list()] == ["b"]
         assert other.list().items == []
+
+
+def test_a_ttl_is_kept_in_whole_microseconds_on_every_store(
+    timed: sessionary.SessionManager, clock: FakeClock
+) -> None:
+    assert timed.create(id="tiny", ttl=1e-9).info().ttl == 1e-6  # at least 1 µs
+    assert timed.create(id="odd", ttl=2.0000004).info().ttl == 2.0
+    timed.create(id="set")
+    assert timed.set_ttl("set", 1e-9).ttl == 1e-6
+    # what it reports is what it expires by: alive now, gone 1 µs later
+    assert sorted(info.id for info in timed.list()) == ["odd", "set", "tiny"]
+    clock.advance(1e-6)
+    assert [info.id for info in timed.list()] == ["odd"]
 
 
 def test_the_sweeper_deletes_expired_sessions_with_all_they_own(

@@ -25,6 +25,8 @@ from sessionary import (
     ToolCallPart,
     ToolResultPart,
 )
+from sessionary.query import parse_query
+from sessionary.records import MAX_LIMIT, SessionFilter
 
 Snapshot = Callable[[str], list[dict[str, Any]]]
 
@@ -150,6 +152,35 @@ def test_a_part_object_with_a_wrong_field_type_is_refused(
     assert snapshot(chat.id) == before
 
 
+@pytest.mark.parametrize("batch", [None, 5, 1.5, object()], ids=["none", "int", "float", "object"])
+def test_append_all_of_something_not_iterable_is_an_invalid_message(
+    manager: sessionary.SessionManager, snapshot: Snapshot, batch: Any
+) -> None:
+    chat = started(manager)
+    before = snapshot(chat.id)
+    with pytest.raises(InvalidMessage, match="iterable"):
+        chat.append_all(batch)
+    with pytest.raises(InvalidMessage, match="iterable"):
+        manager.append_all(chat.id, batch)
+    assert snapshot(chat.id) == before
+
+
+def test_append_all_of_a_generator_that_fails_writes_nothing(
+    manager: sessionary.SessionManager, snapshot: Snapshot
+) -> None:
+    chat = started(manager)
+    before = snapshot(chat.id)
+
+    def failing() -> Any:
+        yield Message.user("first")
+        raise LookupError("the caller's own error")
+
+    with pytest.raises(LookupError, match="the caller's own error"):
+        chat.append_all(failing())
+    assert snapshot(chat.id) == before
+    assert [m.text for m in chat.append_all(iter([Message.user("gen")]))] == ["gen"]
+
+
 def test_a_bad_batch_writes_nothing(manager: sessionary.SessionManager, snapshot: Snapshot) -> None:
     chat = started(manager)
     before = snapshot(chat.id)
@@ -230,6 +261,102 @@ def test_invalid_limits_are_refused(manager: sessionary.SessionManager, limit: A
         manager.search("hello", limit=limit)
     with pytest.raises(InvalidInput):
         chat.search("hello", limit=limit)
+
+
+def _limited_calls(
+    manager: sessionary.SessionManager, chat: sessionary.Session, capabilities: frozenset[str]
+) -> dict[str, Callable[[int], object]]:
+    """Every call that takes a limit, public or store-level, on one stored session."""
+    store, scope = manager.store, manager.scope
+    calls: dict[str, Callable[[int], object]] = {
+        "history": lambda n: chat.history(limit=n),
+        "context_history": lambda n: chat.context_history(limit=n),
+        "list": lambda n: manager.list(limit=n),
+        "store.list_sessions": lambda n: store.list_sessions(scope, SessionFilter(), n, None),
+        "store.get_path": lambda n: store.get_path(scope, chat.id, None, n),
+        "store.page_messages": lambda n: store.page_messages(scope, chat.id, None, n),
+    }
+    if hasattr(store, "sweep"):  # a store of your own may have none
+        calls["sweep"] = lambda n: manager.sweep(limit=n)
+        calls["sweep batch_size"] = lambda n: manager.sweep(batch_size=n)
+    if "documents" in capabilities:
+        calls["audit"] = lambda n: manager.audit(limit=n)
+        calls["store.list_documents"] = lambda n: store.list_documents(
+            scope, "user", None, None, n, None
+        )
+    if "search" in capabilities:
+        calls["search"] = lambda n: manager.search("hello", limit=n)
+        calls["session.search"] = lambda n: chat.search("hello", limit=n)
+    if "document_search" in capabilities:
+        calls["store.search_documents"] = lambda n: store.search_documents(
+            scope, "user", None, None, parse_query("hello"), n
+        )
+    return calls
+
+
+@pytest.mark.parametrize("limit", [MAX_LIMIT + 1, 2**63, 10**30])
+def test_a_limit_past_the_maximum_is_refused_by_every_call(
+    manager: sessionary.SessionManager,
+    snapshot: Snapshot,
+    capabilities: frozenset[str],
+    limit: int,
+) -> None:
+    chat = started(manager)
+    before = snapshot(chat.id)
+    for name, call in _limited_calls(manager, chat, capabilities).items():
+        with pytest.raises(InvalidInput, match="2\\*\\*31-1"):
+            call(limit)
+        assert snapshot(chat.id) == before, name
+
+
+def test_the_largest_limit_is_taken_by_every_call(
+    manager: sessionary.SessionManager, capabilities: frozenset[str]
+) -> None:
+    chat = started(manager)
+    manager.update_state({"note": "hello"})
+    for call in _limited_calls(manager, chat, capabilities).values():
+        call(MAX_LIMIT)  # no error on any store
+    assert [m.text for m in chat.history(limit=MAX_LIMIT)] == ["hello", "hi"]
+    assert [i.id for i in manager.list(limit=MAX_LIMIT)] == [chat.id]
+    paged, _ = manager.store.page_messages(manager.scope, chat.id, None, MAX_LIMIT)
+    assert len(paged) == 2
+    if "search" in capabilities:
+        assert [h.message_id for h in manager.search("hello", limit=MAX_LIMIT)] == [
+            chat.history()[0].id
+        ]
+
+
+BAD_FILTERS: list[Any] = [
+    pytest.param({"name": 5}, id="name-int"),
+    pytest.param({"model": 5}, id="model-int"),
+    pytest.param({"source": 5}, id="source-int"),
+    pytest.param({"name": b"chat"}, id="name-bytes"),
+    pytest.param({"model": ["gpt"]}, id="model-list"),
+    pytest.param({"source": "a\x00b"}, id="source-nul"),
+    pytest.param({"name": "\ud800"}, id="name-surrogate"),
+    pytest.param({"ended": "yes"}, id="ended-str"),
+    pytest.param({"ended": 1}, id="ended-1"),
+    pytest.param({"ended": 0}, id="ended-0"),
+    pytest.param({"parent_session_id": 5}, id="parent-int"),
+]
+
+
+@pytest.mark.parametrize("where", BAD_FILTERS)
+def test_a_list_filter_of_the_wrong_type_is_refused(
+    manager: sessionary.SessionManager, where: dict[str, Any]
+) -> None:
+    manager.create(id="open1", name="chat", model="gpt", source="cli")
+    manager.create(id="ended1", name="chat", model="gpt", source="cli")
+    manager.end("ended1")
+    with pytest.raises(InvalidInput):
+        manager.list(**where)
+    with pytest.raises(InvalidInput):
+        manager.store.list_sessions(manager.scope, SessionFilter(**where), 10, None)
+    # the right types still filter
+    assert [i.id for i in manager.list(ended=True, name="chat", model="gpt", source="cli")] == [
+        "ended1"
+    ]
+    assert [i.id for i in manager.list(ended=False)] == ["open1"]
 
 
 @pytest.mark.parametrize(
@@ -390,6 +517,29 @@ def test_a_patch_with_a_non_string_key_is_refused(
     with pytest.raises(InvalidInput):
         manager.create(metadata={1: "x"})
     assert snapshot(chat.id) == before
+
+
+@pytest.mark.parametrize("version", ["0", "1", -1, False, True, 0.0, 1.0, [1]])
+def test_an_expected_state_version_of_the_wrong_type_is_refused(
+    manager: sessionary.SessionManager, snapshot: Snapshot, version: Any
+) -> None:
+    chat = started(manager)  # its state is at version 1
+    manager.update_state({"u": 1})
+    before = snapshot(chat.id)
+    for level in ("session", "user", "app"):
+        with pytest.raises(InvalidInput, match="expected_version"):
+            chat.update_state({"x": 1}, expected_version=version, level=level)
+        with pytest.raises(InvalidInput, match="expected_version"):
+            manager.store.update_state(manager.scope, level, chat.id, {"x": 1}, version)
+    for level in ("user", "app"):
+        with pytest.raises(InvalidInput, match="expected_version"):
+            manager.update_state({"x": 1}, expected_version=version, level=level)
+    assert snapshot(chat.id) == before
+    assert manager.get_state() == sessionary.State({"u": 1}, 1)
+    assert manager.get_state("app") == sessionary.State({}, 0)
+    # a whole number is compared as before: 0 for a state never written
+    assert manager.update_state({"a": 1}, expected_version=0, level="app").version == 1
+    assert chat.update_state({"k": 2}, expected_version=1).version == 2
 
 
 @pytest.mark.parametrize("level", ["bogus", "", "SESSION", None])

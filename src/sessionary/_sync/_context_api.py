@@ -182,7 +182,14 @@ class ContextMixin:
         return shown[pair_safe_start(shown, len(shown) - limit) :]
 
     def search_context(self, label: str, query: str, *, limit: int = 10) -> list[EntryHit]:
-        """Search one searchable block; see `sessionary.query` for the query language."""
+        """Search one searchable block; see `sessionary.query` for the query language.
+
+        Raises:
+            InvalidInput: If `limit` is not from 1 to `MAX_LIMIT`, or the block is not
+                searchable.
+            InvalidQuery: If the query has nothing to match.
+        """
+        check_limit(limit)
         return self._context().search(label, query, limit)
 
     def system_prompt(self) -> str:

@@ -148,7 +148,9 @@ def candidates(entries: Sequence[Mapping[str, Any]], path_length: int) -> list[M
     """Return the index entries that may apply to a path of `path_length` messages.
 
     Deepest-ending first, and among equal ends the newest first: the first one whose last
-    message is on the path is the overlay that applies (the newest covering one).
+    message is on the path is the overlay that applies (the newest covering one). Equal
+    times (a clock that stands still, in tests) go by the index, where the later entry
+    was added later.
     """
     fitting = [e for e in entries if int(e["last_depth"]) <= path_length]
-    return sorted(fitting, key=lambda e: (-int(e["last_depth"]), -int(e["created_us"])))
+    return sorted(reversed(fitting), key=lambda e: (-int(e["last_depth"]), -int(e["created_us"])))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sessionary.compaction._callout import AsyncCallout
@@ -62,9 +62,10 @@ from sessionary.errors import (
     VersionConflict,
 )
 from sessionary.ids import new_id
-from sessionary.model import Message, TextPart
+from sessionary.model import Message, TextPart, from_micros
 from sessionary.providers import AsyncStoredBlock
 from sessionary.records import Document, Scope
+from sessionary.retention import Clock, clock_us, system_clock
 from sessionary.stores.base import DOCUMENTS, AsyncStore
 from sessionary.tokens import PromptParts, count_context
 
@@ -158,6 +159,8 @@ class AsyncCompactor:
         self._prompt = prompt
         self._blocks = blocks
         self._told_unsupported = False
+        # Overlays are stamped by the store's clock (a manager's `clock=`), as its rows are.
+        self._clock: Clock = getattr(store, "clock", system_clock)
         # An overlay is written once under a fresh id and never changed, so a copy read
         # here stays right for every process; the index still decides which ones apply.
         self._overlays: dict[str, Overlay] = {}
@@ -436,13 +439,17 @@ class AsyncCompactor:
             role=self.policy.summary_role,
             tokens_before=await self.measure(self._view(visible)),
             tokens_after=0,
-            created_at=datetime.now(UTC),
+            created_at=self._now(),
             supersedes=next((o.get("id") for o in older if o.get("first_id") in covered), None),
         )
         after = await self.measure(self._view([*path[:start], synthetic_message(overlay)]))
         overlay = replace(overlay, tokens_after=after)
         await self._store_overlay(overlay)
         return overlay
+
+    def _now(self) -> datetime:
+        """The store's clock now, to the microsecond an overlay keeps."""
+        return from_micros(clock_us(self._clock))
 
     async def _store_overlay(self, overlay: Overlay) -> None:
         await self.store.put_document(
@@ -489,7 +496,7 @@ class AsyncCompactor:
             role=self.policy.summary_role,
             tokens_before=plan.tokens_before,
             tokens_after=0,
-            created_at=datetime.now(UTC),
+            created_at=self._now(),
             supersedes=superseded[0] if superseded else None,
         )
         shown = self.policy.counter.count_message(synthetic_message(overlay))

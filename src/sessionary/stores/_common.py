@@ -36,10 +36,12 @@ from sessionary.model import (
     to_micros,
 )
 from sessionary.records import (
+    MAX_LIMIT,
     Document,
     Expected,
     Head,
     Scope,
+    SessionFilter,
     SessionInfo,
     SessionUpdate,
     State,
@@ -62,6 +64,7 @@ __all__ = [
     "check_document_ref",
     "check_document_version",
     "check_expected_version",
+    "check_filter",
     "check_head",
     "check_namespace",
     "check_restored_versions",
@@ -239,15 +242,38 @@ def encode_json(value: Any, what: str, max_bytes: int) -> str:
 
 
 def check_limit(limit: int | None, what: str = "limit") -> None:
-    """Raise `InvalidInput` unless `limit` is None or a positive int.
+    """Raise `InvalidInput` unless `limit` is None or a whole number from 1 to `MAX_LIMIT`.
+
+    The upper bound keeps every backend's answer the same: past it, SQLite's driver
+    overflows, PostgreSQL and MySQL fail on their LIMIT arithmetic, while memory and
+    Redis would answer.
 
     Raises:
-        InvalidInput: If `limit` is not None or a positive int.
+        InvalidInput: If `limit` is not None or a whole number from 1 to `MAX_LIMIT`.
     """
     if limit is None:
         return
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInput(f"{what} must be a positive integer, got {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"{what} must be a whole number from 1 to 2**31-1, got {limit!r}")
+
+
+def check_filter(where: SessionFilter) -> None:
+    """Check the fields of a `list` filter before any store compares them.
+
+    A value of another type would be compared by each backend in its own way (no match,
+    a truthy match, or a driver error), and a label no session can have (a control
+    character, a lone surrogate) fails in some drivers: both are refused the same way.
+
+    Raises:
+        InvalidInput: If name, model or source is not None or a label, parent_session_id
+            not None or a valid id, or ended not None, True or False.
+    """
+    for name in ("name", "model", "source"):
+        check_label(getattr(where, name), f"the {name} filter")
+    if where.parent_session_id is not None:
+        check_id(where.parent_session_id, "parent session id")
+    if where.ended is not None and not isinstance(where.ended, bool):
+        raise InvalidInput(f"the ended filter must be True, False or None, got {where.ended!r}")
 
 
 MAX_COUNT = (1 << 63) - 1
@@ -511,16 +537,21 @@ def check_head(session_id: str, head: str | None, expected: Expected) -> None:
         raise HeadConflict(f"session {session_id!r} head is {head!r}, not {expected!r}")
 
 
-def check_expected_version(expected: object) -> int | None:
+def check_expected_version(
+    expected: object, error: type[InvalidInput] = InvalidDocument
+) -> int | None:
     """Return `expected` if it is None or a whole number of at least 0.
 
+    Documents and state take the same rule (their errors differ): a string, a float or a
+    bool is refused, never compared with the stored version.
+
     Raises:
-        InvalidDocument: If it is not.
+        InvalidDocument: (or `error`) If it is not.
     """
     if expected is None:
         return None
     if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
-        raise InvalidDocument(
+        raise error(
             f"expected_version must be None or a whole number of at least 0, got {expected!r}"
         )
     return expected

@@ -13,9 +13,11 @@ import json
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
+from sessionary.errors import InvalidInput
 from sessionary.records import Scope, State, StateLevel, check_patch
 from sessionary.stores import _sql_common as shared
 from sessionary.stores._common import (
+    check_expected_version,
     check_restore,
     empty_state,
     encode_json,
@@ -89,6 +91,7 @@ class AsyncSQLState:
         expected_version: int | None,
     ) -> State:
         patch = check_patch(patch)
+        expected_version = check_expected_version(expected_version, InvalidInput)
         async with self._begin() as tx:
             key = await self._state_key(tx, scope, level, session_id)
             current = await self._lock_state(tx, key)

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
-from sessionary.errors import AlreadyExists, SessionNotFound
+from sessionary.errors import AlreadyExists, InvalidInput, SessionNotFound
 from sessionary.model import to_micros
 from sessionary.records import (
     Page,
@@ -20,6 +20,8 @@ from sessionary.records import (
 )
 from sessionary.retention import is_expired, live_sql, ttl_micros
 from sessionary.stores._common import (
+    check_expected_version,
+    check_filter,
     check_label,
     check_limit,
     check_restore,
@@ -108,6 +110,7 @@ class SQLiteRegistry(SQLiteBase):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
+        check_filter(where)
         now = self._now_us()
         sql, params = list_sql(scope, where, limit, cursor, "?", "active_us", "sessions_now", now)
         with self._read() as db:
@@ -278,6 +281,7 @@ class SQLiteRegistry(SQLiteBase):
         expected_version: int | None,
     ) -> State:
         patch = check_patch(patch)
+        expected_version = check_expected_version(expected_version, InvalidInput)
         with self._write() as db:
             key = self._state_key(db, scope, level, session_id)
             row = db.execute(

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from sessionary.errors import Closed
+from sessionary.retention import Clock, system_clock
 from sessionary.stores._home_loop import AsyncHomeLoop
 from sessionary.stores._runner import AsyncRunner
 from sessionary.stores.base import AsyncStore
@@ -103,6 +104,8 @@ class AsyncEngineStore:
         self.engine = engine
         self.capabilities: frozenset[str] = engine.capabilities
         self.max_message_bytes: int = engine.max_message_bytes
+        # What the engine stamps and expires by; what sits above it (compaction) stamps too.
+        self.clock: Clock = getattr(engine, "clock", system_clock)
         self._runner = AsyncRunner(engine.blocking, getattr(engine, "inline_lock", None))
         for name in STORE_METHODS:
             setattr(self, name, self._runner.bind(getattr(engine, name), QUICK_READS.get(name)))

@@ -39,7 +39,7 @@ from dataclasses import replace
 from typing import Any
 
 from sessionary.crypto import Encryption, Rotation, is_sealed
-from sessionary.errors import DecryptionFailed, VersionConflict
+from sessionary.errors import DecryptionFailed, InvalidInput, VersionConflict
 from sessionary.model import (
     DataPart,
     Message,
@@ -67,7 +67,12 @@ from sessionary.records import (
     check_patch,
     merge_patch,
 )
-from sessionary.stores._common import encode_json, prepare_document, prepare_messages
+from sessionary.stores._common import (
+    check_expected_version,
+    encode_json,
+    prepare_document,
+    prepare_messages,
+)
 from sessionary.stores.base import AsyncStore
 
 __all__ = ["SEALED_PART", "AsyncEncryptedStore"]
@@ -350,6 +355,7 @@ class AsyncEncryptedStore:
         overwritten: with `expected_version` None it retries on a conflict.
         """
         patch = check_patch(patch)
+        expected_version = check_expected_version(expected_version, InvalidInput)
         while True:
             current = await self.get_state(scope, level, session_id)
             if expected_version is not None and current.version != expected_version:

@@ -42,11 +42,13 @@ from sessionary.records import (
     decode_cursor,
     encode_cursor,
 )
-from sessionary.retention import Clock, clock_us, is_expired, system_clock
+from sessionary.retention import Clock, clock_us, is_expired, stored_ttl, system_clock
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Prepared,
     check_delete,
+    check_expected_version,
+    check_filter,
     check_head,
     check_label,
     check_limit,
@@ -147,7 +149,7 @@ class MemoryEngine(MemoryDocuments):
             return self._info(self._sessions[key])
 
     def _new_row(self, info: SessionInfo) -> SessionInfo:
-        row = replace(copy.deepcopy(info), head_id=None, message_count=0)
+        row = replace(copy.deepcopy(info), head_id=None, message_count=0, ttl=stored_ttl(info.ttl))
         row.created_at = row.created_at or self.clock()
         row.updated_at = row.updated_at or row.created_at
         return row
@@ -161,6 +163,7 @@ class MemoryEngine(MemoryDocuments):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
+        check_filter(where)
         with self._lock:
             rows = [
                 self._info(s)
@@ -205,7 +208,7 @@ class MemoryEngine(MemoryDocuments):
             info.output_tokens += update.add_output_tokens
             info.cost += update.add_cost
             if update.ttl is not None:
-                info.ttl = update.ttl or None
+                info.ttl = stored_ttl(update.ttl or None)
             if update.ttl_sliding is not None:
                 info.ttl_sliding = update.ttl_sliding
             info.version += 1
@@ -507,6 +510,7 @@ class MemoryEngine(MemoryDocuments):
         expected_version: int | None,
     ) -> State:
         patch = check_patch(patch)
+        expected_version = check_expected_version(expected_version, InvalidInput)
         with self._lock:
             key = self._state_key(scope, level, session_id)
             current = self._states.get(key, empty_state())

@@ -69,6 +69,8 @@ from sessionary.retention import Clock, clock_us, is_expired, system_clock
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     check_document_ref,
+    check_expected_version,
+    check_filter,
     check_head,
     check_label,
     check_limit,
@@ -237,6 +239,7 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
+        check_filter(where)
         after = None if cursor is None else tuple(decode_cursor(cursor, int, str))
         keys = self._keys(scope)
         top = "+inf" if after is None else str(after[0])
@@ -571,6 +574,7 @@ class AsyncRedisStore(AsyncRedisDocuments, AsyncRedisGovernance):
         expected_version: int | None,
     ) -> State:
         patch = check_patch(patch)
+        expected_version = check_expected_version(expected_version, InvalidInput)
         backoff = AsyncBackoff(f"update {level} state")
         while True:
             old, current = await self._read_state(scope, level, session_id)

@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from sessionary._sync.stores.base import Store
 from sessionary.errors import Closed
+from sessionary.retention import Clock, system_clock
 from sessionary.stores._home_loop import HomeLoop
 from sessionary.stores._runner import Runner
 
@@ -105,6 +106,8 @@ class EngineStore:
         self.engine = engine
         self.capabilities: frozenset[str] = engine.capabilities
         self.max_message_bytes: int = engine.max_message_bytes
+        # What the engine stamps and expires by; what sits above it (compaction) stamps too.
+        self.clock: Clock = getattr(engine, "clock", system_clock)
         self._runner = Runner(engine.blocking, getattr(engine, "inline_lock", None))
         for name in STORE_METHODS:
             setattr(self, name, self._runner.bind(getattr(engine, name), QUICK_READS.get(name)))

@@ -42,7 +42,7 @@ from typing import Any
 
 from sessionary._sync.stores.base import Store
 from sessionary.crypto import Encryption, Rotation, is_sealed
-from sessionary.errors import DecryptionFailed, VersionConflict
+from sessionary.errors import DecryptionFailed, InvalidInput, VersionConflict
 from sessionary.model import (
     DataPart,
     Message,
@@ -70,7 +70,12 @@ from sessionary.records import (
     check_patch,
     merge_patch,
 )
-from sessionary.stores._common import encode_json, prepare_document, prepare_messages
+from sessionary.stores._common import (
+    check_expected_version,
+    encode_json,
+    prepare_document,
+    prepare_messages,
+)
 
 __all__ = ["SEALED_PART", "EncryptedStore"]
 
@@ -350,6 +355,7 @@ class EncryptedStore:
         overwritten: with `expected_version` None it retries on a conflict.
         """
         patch = check_patch(patch)
+        expected_version = check_expected_version(expected_version, InvalidInput)
         while True:
             current = self.get_state(scope, level, session_id)
             if expected_version is not None and current.version != expected_version:

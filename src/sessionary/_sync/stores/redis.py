@@ -74,6 +74,8 @@ from sessionary.retention import Clock, clock_us, is_expired, system_clock
 from sessionary.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     check_document_ref,
+    check_expected_version,
+    check_filter,
     check_head,
     check_label,
     check_limit,
@@ -239,6 +241,7 @@ class RedisStore(RedisDocuments, RedisGovernance):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
+        check_filter(where)
         after = None if cursor is None else tuple(decode_cursor(cursor, int, str))
         keys = self._keys(scope)
         top = "+inf" if after is None else str(after[0])
@@ -569,6 +572,7 @@ class RedisStore(RedisDocuments, RedisGovernance):
         expected_version: int | None,
     ) -> State:
         patch = check_patch(patch)
+        expected_version = check_expected_version(expected_version, InvalidInput)
         backoff = Backoff(f"update {level} state")
         while True:
             old, current = self._read_state(scope, level, session_id)

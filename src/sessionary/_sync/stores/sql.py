@@ -76,6 +76,7 @@ from sessionary.stores._common import (
     Prepared,
     check_delete,
     check_document_ref,
+    check_filter,
     check_head,
     check_label,
     check_limit,
@@ -350,6 +351,7 @@ class SQLStore(SQLState, SQLDocuments, SQLGovernance):
         self, scope: Scope, where: SessionFilter, limit: int, cursor: str | None
     ) -> Page[SessionInfo]:
         check_limit(limit)
+        check_filter(where)
         bucket = self._dialect.activity_bucket
         sql, params = list_sql(scope, where, limit, cursor, now_us=self._now_us(), bucket=bucket)
         with self._begin() as tx:

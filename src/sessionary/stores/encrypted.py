@@ -39,7 +39,13 @@ from dataclasses import replace
 from typing import Any
 
 from sessionary.crypto import Encryption, Rotation, is_sealed
-from sessionary.errors import DecryptionFailed, InvalidInput, VersionConflict
+from sessionary.errors import (
+    DecryptionFailed,
+    InvalidInput,
+    MessageNotFound,
+    SessionNotFound,
+    VersionConflict,
+)
 from sessionary.model import (
     DataPart,
     Message,
@@ -197,7 +203,9 @@ class AsyncEncryptedStore:
         if self.encryption.reencrypt_on_read:
             for old, new in zip(stored, opened, strict=True):
                 if self._is_stale(_sealed_of(old)):
-                    await self._rewrite_message(scope, session_id, new)
+                    # Rewriting is a favour of the read, which does not fail with it.
+                    with contextlib.suppress(Exception):
+                        await self._rewrite_message(scope, session_id, old, new)
         return opened
 
     def _is_stale(self, sealed: str | None) -> bool:
@@ -205,11 +213,24 @@ class AsyncEncryptedStore:
             return self.encryption.accept_plaintext
         return self.keyring.key_of(sealed) != self.keyring.current
 
-    async def _rewrite_message(self, scope: Scope, session_id: str, message: Message) -> None:
-        # A message deleted meanwhile needs no rewrite.
-        with contextlib.suppress(Exception):
-            sealed = self.seal_message(scope, session_id, message)
+    async def _rewrite_message(
+        self, scope: Scope, session_id: str, stored: Message, message: Message
+    ) -> bool:
+        """Seal `message` (read as `stored`) anew, unless it changed since; say if it was.
+
+        A message edited meanwhile was sealed by its writer with the current key and
+        must keep that edit; one deleted meanwhile needs no rewrite. The store has no
+        conditional update, so the check is a read just before the write: an edit
+        landing between the two is still overwritten.
+        """
+        sealed = self.seal_message(scope, session_id, message)
+        now = await self.inner.get_message(scope, session_id, stored.id)
+        if now != stored:
+            return False
+        with contextlib.suppress(MessageNotFound, SessionNotFound):
             await self.inner.update_message(scope, session_id, sealed)
+            return True
+        return False
 
     async def append(
         self,
@@ -537,7 +558,9 @@ class AsyncEncryptedStore:
 
         Messages and states are rewritten in place; a document gets a new latest version
         under the current key. Safe to run again, or beside writers: a record changed
-        meanwhile is left to its writer, who sealed it with the current key.
+        meanwhile is left to its writer, who sealed it with the current key (states and
+        documents by their versions; a message by reading it again just before its
+        rewrite, so only an edit landing between that read and the write is lost).
         """
         done = Rotation()
         for scope in await self.inner.list_scopes():
@@ -561,8 +584,7 @@ class AsyncEncryptedStore:
             for message in stored:
                 if self._is_stale(_sealed_of(message)):
                     opened = self.open_message(scope, session_id, message)
-                    await self._rewrite_message(scope, session_id, opened)
-                    done.messages += 1
+                    done.messages += await self._rewrite_message(scope, session_id, message, opened)
             if cursor is None:
                 return
 

@@ -301,3 +301,24 @@ def test_a_rewrite_under_the_new_key_keeps_an_edit_made_meanwhile(plain: Any, ho
     else:
         rewriter.page_messages(old.scope, "s", None, 10)
     assert writer.session("s").get_message(first.id).text == "edited"
+
+
+@pytest.mark.parametrize("what", ["message", "state", "document"])
+def test_records_exported_without_the_keys_are_not_sealed_twice(
+    plain: Any, what: str, capabilities: frozenset[str]
+) -> None:
+    if what == "document" and "documents" not in capabilities:
+        pytest.skip("no documents")
+    source = encrypted(sessionary.open_store("memory://"), {"k1": K1}, "k1")
+    chat = source.create(id="s")
+    if what == "message":
+        chat.append(Message.user(SECRET))
+    elif what == "state":
+        source.update_state({"pref": SECRET}, level="user")
+    else:
+        source.store.put_document(source.scope, "user", None, "n", "k", {}, SECRET, "me", None)
+    raw = list(SessionManager(source.store.inner).export())  # the ciphertext, as stored
+    target = encrypted(plain, {"k1": K1}, "k1")
+    with pytest.raises(sessionary.InvalidInput, match="already encrypted"):
+        target.import_records(raw)
+    assert list(SessionManager(plain).export()) == []

@@ -20,7 +20,9 @@ message to put in the search index (default: none, so message search finds nothi
 Each ciphertext is bound to its record (scope, session, message id and role; state level;
 document namespace and key), so one moved onto another row does not open. A wrong key,
 a missing key or an altered value raise `DecryptionFailed` (`UnknownKey` for a key id not
-in the keyring), never a garbled value.
+in the keyring), never a garbled value. A record that is already sealed (one exported or
+copied without the keys) is refused (`InvalidInput`) rather than sealed again, which would
+store the ciphertext as its content.
 
 Rotation: put the new key first in the keyring (current) and keep the old ones; reads
 open each record with the key it names. `rotate()` rewrites every message and state
@@ -41,7 +43,9 @@ from typing import Any
 from sessionary.crypto import Encryption, Rotation, is_sealed
 from sessionary.errors import (
     DecryptionFailed,
+    InvalidDocument,
     InvalidInput,
+    InvalidMessage,
     MessageNotFound,
     SessionNotFound,
     VersionConflict,
@@ -108,6 +112,18 @@ def _document_binding(
     return ("document", scope.tenant, scope.user, level, owner, namespace, key)
 
 
+_ALREADY_SEALED = (
+    "is already encrypted: it was read without the keys (an export or a copy made "
+    "without them); import it without encryption, or export it again with the keys"
+)
+"""Why a sealed value is refused: sealing it again would store ciphertext as content."""
+
+
+def _is_sealed_body(data: object) -> bool:
+    """Whether a state's data or a document's body is the stored form of a sealed one."""
+    return isinstance(data, dict) and len(data) == 1 and is_sealed(data.get(_SEALED_KEY))
+
+
 def _sealed_of(message: Message) -> str | None:
     for part in message.parts:
         if isinstance(part, DataPart) and part.name == SEALED_PART and isinstance(part.data, str):
@@ -160,6 +176,8 @@ class AsyncEncryptedStore:
             InvalidMessage: If the message is malformed.
             PayloadTooLarge: If its body is over `max_message_bytes`.
         """
+        if _sealed_of(message) is not None:
+            raise InvalidMessage(f"message {message.id!r} {_ALREADY_SEALED}")
         (prepared,) = prepare_messages([message], self.max_message_bytes, indexed=False)
         sealed = self.keyring.seal(prepared.body, _message_binding(scope, session_id, message))
         parts: list[Any] = [DataPart(data=sealed, name=SEALED_PART)]
@@ -318,6 +336,8 @@ class AsyncEncryptedStore:
     def _seal_state(
         self, scope: Scope, level: StateLevel, session_id: str | None, data: Any, version: int
     ) -> State:
+        if _is_sealed_body(data):
+            raise InvalidInput(f"the {level} state {_ALREADY_SEALED}")
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         sealed = self.keyring.seal(text, _state_binding(scope, level, session_id))
         return State({_SEALED_KEY: sealed}, version)
@@ -412,6 +432,8 @@ class AsyncEncryptedStore:
         session_id: str | None,
         doc: Document,
     ) -> Document:
+        if _is_sealed_body(doc.body):
+            raise InvalidDocument(f"document {doc.namespace}/{doc.key} {_ALREADY_SEALED}")
         binding = _document_binding(scope, level, session_id, doc.namespace, doc.key)
         payload = json.dumps({"body": doc.body, "text": doc.text}, ensure_ascii=False)
         clear = self.encryption.index_document

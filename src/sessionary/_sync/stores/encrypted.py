@@ -13,7 +13,10 @@ keyring's current key (see `sessionary.crypto`):
 - state documents (session, user, app), stored as ``{"sealed": ...}``;
 - documents (blocks, overlays, agent state): body and text.
 
-Session rows (name, model, source, metadata, counters) stay in clear.
+Session rows (name, model, source, metadata, counters) stay in clear, as do documents'
+namespaces, keys, versions and authors, and a message's tool call ids. AES-GCM does not
+hide lengths: a sealed value is as long as its plaintext (in UTF-8, base64-encoded) plus a
+fixed overhead, so the size of each message, state and document can be read off the store.
 
 Search works only over what you choose to keep in clear: `index` returns the text of a
 message to put in the search index (default: none, so message search finds nothing), and

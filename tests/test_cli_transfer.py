@@ -271,3 +271,16 @@ def test_round_trip_into_every_shared_backend(
         target.close()
     again = run(capsys, "--db", shared_store_url, *scope, "export")[1]
     assert sorted(again.splitlines()) == sorted(dump.read_text().splitlines())
+
+
+def test_an_import_failing_after_the_scopes_records_says_they_stay(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = tmp_path / "in.jsonl"
+    state = {"type": "state", "level": "user", "state": {"data": {"u": 1}, "version": 1}}
+    source.write_text(json.dumps(state) + "\n[1, 2]\n")
+    target = f"sqlite:///{tmp_path}/x.db"
+    code, _, err = run(capsys, "--db", target, "import", str(source))
+    one_line_error(code, err, "line 2: expected a JSON object", "no session was imported")
+    assert "nothing was imported" not in err
+    assert sessionary.SessionManager(target).get_state("user").data == {"u": 1}

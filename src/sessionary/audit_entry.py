@@ -38,8 +38,10 @@ class AuditEntry:
         at: When the change was recorded (UTC).
         actor: Who made it, as the caller named them.
         action: What was done: ``message.update``, ``message.delete``,
-            ``messages.delete``, ``messages.clear``, ``session.delete``, ``state.update``,
-            ``document.put``, ``document.delete``, ``erase`` (or one a caller records).
+            ``messages.delete``, ``messages.clear``, ``session.delete``,
+            ``session.update``, ``session.import``, ``state.update``, ``state.restore``,
+            ``document.put``, ``document.delete``, ``document.restore``, ``user.erase``,
+            ``tenant.erase`` (or one a caller records).
         user: The user whose data changed (the tenant is the trail's own).
         session_id: The session changed, if any.
         target: What within it: a message id, a state level, ``namespace/key``.

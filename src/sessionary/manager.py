@@ -738,7 +738,8 @@ class AsyncSessionManager(AsyncHistoryToolsMixin):
         Args:
             records: The records, in the order `export` made them.
             existing: For a session id this scope already holds: "fail" (default),
-                "skip" it, or "replace" it (deleted, then imported).
+                "skip" it, or "replace" it (deleted, then imported; written back as
+                it was if the store refuses the exported one).
 
         Returns:
             The rows of the sessions imported (skipped ones are left out).

@@ -14,6 +14,7 @@ import sessionary
 from sessionary import Encryption, InvalidInput, Keyring, Message, SessionConfig, SessionManager
 from sessionary.audit_entry import AUDIT_NAMESPACE
 from sessionary.cli import main
+from sessionary.records import SessionUpdate
 
 
 @pytest.fixture
@@ -166,3 +167,50 @@ def test_erasure_is_logged_after_it(plain: Any) -> None:
     assert [(e.actor, e.action, e.detail) for e in left] == [
         ("dpo", "tenant.erase", {"sessions": 1})
     ]
+
+
+def _forged_entry() -> dict[str, Any]:
+    body = {"at": 1, "actor": "mallory", "action": "session.delete", "user": "default"}
+    document = {"namespace": AUDIT_NAMESPACE, "key": "99999999999999999-forged", "version": 1}
+    return {"type": "document", "level": "app", "document": {**document, "body": body}}
+
+
+@pytest.mark.requires("documents")
+def test_the_trail_cannot_be_written_through_an_audited_store(plain: Any) -> None:
+    manager = SessionManager(plain, audit=True, actor="alice")
+    manager.update_state({"a": 1})
+    (entry,) = manager.audit()
+    store, scope = manager.store, manager.scope
+    with pytest.raises(InvalidInput):
+        store.put_document(scope, "app", None, AUDIT_NAMESPACE, entry.id, {}, "", "x", None)
+    with pytest.raises(InvalidInput):
+        store.delete_document(scope, "app", None, AUDIT_NAMESPACE, entry.id)
+    with pytest.raises(InvalidInput):
+        manager.import_records([_forged_entry()])
+    assert manager.audit() == [entry]
+
+
+def test_an_import_is_logged(plain: Any, capabilities: frozenset[str]) -> None:
+    source = SessionManager(plain, user="source")
+    chat = source.create(id="s")
+    chat.append(Message.user("hello"))
+    source.update_state({"theme": "dark"})
+    if "documents" in capabilities:
+        plain.put_document(source.scope, "user", None, "notes", "k", {"v": 1}, "", "x", None)
+    manager = SessionManager(plain, audit=True, actor="alice")
+    manager.import_records(list(source.export()))
+    seen = {(e.actor, e.action, e.session_id, e.target) for e in manager.audit(limit=None)}
+    assert ("alice", "session.import", "s", None) in seen
+    assert ("alice", "state.restore", None, "user") in seen
+    assert ("alice", "document.restore", None, "notes/k") in seen or "documents" not in capabilities
+
+
+def test_session_changes_are_logged_but_usage_is_not(plain: Any) -> None:
+    manager = SessionManager(plain, audit=True, actor="alice")
+    manager.create(id="s")
+    manager.store.update_session(manager.scope, "s", SessionUpdate(add_input_tokens=5))
+    assert manager.audit() == []
+    manager.rename("s", "new name")
+    (entry,) = manager.audit()
+    assert (entry.action, entry.session_id) == ("session.update", "s")
+    assert entry.detail == {"changed": ["name"]}

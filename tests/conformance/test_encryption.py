@@ -263,3 +263,62 @@ def test_document_search_sees_only_the_text_kept_in_clear(plain: Any) -> None:
         manager.scope, "user", None, "notes", sessionary.query.parse_query("pineapple"), 5
     )
     assert hidden == []
+
+
+class _EditsAfterPaging:
+    """The store, with another writer's edit landing just after the first page is read."""
+
+    def __init__(self, inner: Any, edit: Any) -> None:
+        self.inner, self.edit = inner, edit
+        self.capabilities = inner.capabilities
+        self.max_message_bytes = inner.max_message_bytes
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def page_messages(self, *args: Any) -> Any:
+        page = self.inner.page_messages(*args)
+        edit, self.edit = self.edit, None
+        if edit is not None:
+            edit()
+        return page
+
+
+@pytest.mark.parametrize("how", ["rotate", "reencrypt_on_read"])
+def test_a_rewrite_under_the_new_key_keeps_an_edit_made_meanwhile(plain: Any, how: str) -> None:
+    old = encrypted(plain, {"k1": K1}, "k1")
+    chat = old.create(id="s")
+    first = chat.append(Message.user("original"))
+    writer = encrypted(plain, {"k2": K2, "k1": K1}, "k2")
+
+    def edit() -> None:
+        writer.session("s").update(Message.user("edited", id=first.id))
+
+    keys = Encryption(Keyring({"k2": K2, "k1": K1}, "k2"), reencrypt_on_read=how != "rotate")
+    rewriter = sessionary.EncryptedStore(_EditsAfterPaging(plain, edit), keys, owns_inner=False)
+    if how == "rotate":
+        assert rewriter.rotate().messages == 0  # the edit sealed it with k2 already
+    else:
+        rewriter.page_messages(old.scope, "s", None, 10)
+    assert writer.session("s").get_message(first.id).text == "edited"
+
+
+@pytest.mark.parametrize("what", ["message", "state", "document"])
+def test_records_exported_without_the_keys_are_not_sealed_twice(
+    plain: Any, what: str, capabilities: frozenset[str]
+) -> None:
+    if what == "document" and "documents" not in capabilities:
+        pytest.skip("no documents")
+    source = encrypted(sessionary.open_store("memory://"), {"k1": K1}, "k1")
+    chat = source.create(id="s")
+    if what == "message":
+        chat.append(Message.user(SECRET))
+    elif what == "state":
+        source.update_state({"pref": SECRET}, level="user")
+    else:
+        source.store.put_document(source.scope, "user", None, "n", "k", {}, SECRET, "me", None)
+    raw = list(SessionManager(source.store.inner).export())  # the ciphertext, as stored
+    target = encrypted(plain, {"k1": K1}, "k1")
+    with pytest.raises(sessionary.InvalidInput, match="already encrypted"):
+        target.import_records(raw)
+    assert list(SessionManager(plain).export()) == []

@@ -298,6 +298,43 @@ def test_malformed_records_raise_invalid_input_and_write_nothing(
     assert records_of(manager) == before
 
 
+REPLACEMENTS_THE_STORE_REFUSES: list[Any] = [
+    pytest.param(
+        [session_record(), message_record(GOOD_MESSAGE), message_record(GOOD_MESSAGE)],
+        id="message-twice",
+    ),
+    pytest.param(
+        [session_record(), message_record({**GOOD_MESSAGE, "parent_id": "nowhere"})],
+        id="parent-not-earlier",
+    ),
+    pytest.param([session_record(head_id="nowhere")], id="head-not-imported"),
+    pytest.param(
+        [
+            session_record(),
+            {
+                "type": "document",
+                "session_id": "bad",
+                "document": {"namespace": "n", "key": "k", "version": 2, "body": {}},
+            },
+        ],
+        id="document-without-version-1",
+    ),
+]
+
+
+@pytest.mark.parametrize("records", REPLACEMENTS_THE_STORE_REFUSES)
+def test_a_replacement_the_store_refuses_leaves_the_session_it_would_replace(
+    manager: sessionary.SessionManager, records: list[Any], capabilities: frozenset[str]
+) -> None:
+    if "documents" not in capabilities and records[-1]["type"] == "document":
+        pytest.skip("a store without documents refuses documents up front")
+    build_rich(manager, "bad")
+    before = records_of(manager, "bad")
+    with pytest.raises(InvalidInput):
+        manager.import_records(records, existing="replace")
+    assert records_of(manager, "bad") == before
+
+
 @pytest.mark.parametrize(
     "records",
     [

@@ -200,6 +200,8 @@ class Importer:
             raise InvalidInput(f"existing must be one of {list(EXISTING)}, not {existing!r}")
         self.store, self.scope, self.existing = store, scope, existing
         self.imported: list[SessionInfo] = []
+        self.restored = 0
+        """How many user and app states and documents (versions) were written."""
         self._pending: _Pending | None = None
         self._scope_docs: list[Document] = []
         self._scope_level: StateLevel | None = None
@@ -250,6 +252,7 @@ class Importer:
         if self.existing == "skip" and current.version and current != state:
             return
         self.store.restore_state(self.scope, level, None, state)
+        self.restored += 1
 
     def _take_scope_document(self, level: StateLevel, document: Document) -> None:
         self._flush_session()
@@ -276,6 +279,7 @@ class Importer:
             if stored:  # the scope's own copy stays, even if it differs
                 return
         self.store.restore_document(self.scope, level, None, docs)
+        self.restored += len(docs)
 
     # ------------------------------------------------------------------ sessions
 
@@ -298,14 +302,41 @@ class Importer:
             self._require_documents(f"session {info.id!r} has documents")
         for versions in groups:  # refuse bad documents before writing anything
             check_restored_versions(versions, self.store.max_message_bytes)
-        if self.existing == "replace":
-            self.store.delete_session(self.scope, info.id)
-        created = self.store.import_session(self.scope, info, pending.messages, pending.state)
+        if self.existing != "replace":
+            self.imported.append(self._write_session(pending))
+            return
+        # The store checks the messages only as it imports them, after the session they
+        # replace is deleted: that one is kept here, and written back if they are refused.
+        replaced = self._read_session(info.id)
+        self.store.delete_session(self.scope, info.id)
         try:
-            for versions in groups:
-                self.store.restore_document(self.scope, "session", info.id, versions)
-        except Exception:
-            # A session is imported whole or not at all.
-            self.store.delete_session(self.scope, info.id)
+            created = self._write_session(pending)
+        except BaseException:
+            if replaced is not None:
+                self._write_session(replaced)
             raise
         self.imported.append(created)
+
+    def _write_session(self, pending: _Pending) -> SessionInfo:
+        """Write one session whole, or not at all."""
+        info = pending.info
+        created = self.store.import_session(self.scope, info, pending.messages, pending.state)
+        try:
+            for versions in _grouped(pending.documents):
+                self.store.restore_document(self.scope, "session", info.id, versions)
+        except BaseException:
+            self.store.delete_session(self.scope, info.id)
+            raise
+        return created
+
+    def _read_session(self, session_id: str) -> _Pending | None:
+        """One session of the scope, as an import of its export would hold it."""
+        read: _Pending | None = None
+        for record in _session_records(self.store, self.scope, session_id):
+            if record["type"] == "session":
+                read = _session_record(record, 0)
+            elif record["type"] == "message" and read is not None:
+                read.messages.append(_message_record(record, 0))
+            elif read is not None:
+                read.documents.append(_document_record(record, 0))
+        return read

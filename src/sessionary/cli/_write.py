@@ -214,7 +214,7 @@ def import_command(env: Env, file: str, skip_existing: bool, replace: bool) -> N
         try:
             importer.run(reader)
         except (SessionaryError, CLIError) as exc:
-            raise CLIError(_import_failure(exc, importer.imported)) from exc
+            raise CLIError(_import_failure(exc, importer.imported, importer.restored)) from exc
     skipped = reader.sessions - len(importer.imported)
     messages = sum(info.message_count for info in importer.imported)
     kept = f", {plural(skipped, 'session')} already there left as they were" if skipped else ""
@@ -222,14 +222,17 @@ def import_command(env: Env, file: str, skip_existing: bool, replace: bool) -> N
     env.echo(f"imported {done} ({plural(messages, 'message')}){kept}")
 
 
-def _import_failure(error: Exception, imported: list[SessionInfo]) -> str:
+def _import_failure(error: Exception, imported: list[SessionInfo], restored: int) -> str:
     hint = "; pass --skip-existing or --replace" if isinstance(error, AlreadyExists) else ""
-    done = (
-        f"; the {plural(len(imported), 'session')} before it stay imported "
-        "(run again with --skip-existing to go on)"
-        if imported
-        else "; nothing was imported"
-    )
+    if imported:
+        done = (
+            f"; the {plural(len(imported), 'session')} before it stay imported "
+            "(run again with --skip-existing to go on)"
+        )
+    elif restored:
+        done = "; no session was imported, the user and app records before it stay restored"
+    else:
+        done = "; nothing was imported"
     return f"{error}{hint}{done}"
 
 

@@ -22,7 +22,11 @@ punctuation, and given a phrase over a long repetitive text it took memory enoug
 the server process killed.) PostgreSQL's own limits stay: a `tsvector` keeps at most 256
 positions per word and none past 16,383, so a phrase is found only among a word's first
 256 occurrences in a message and within its first 16,383 words, and a word over 2,047
-bytes is not indexed (nor searched: its group matches nothing).
+bytes is not indexed (nor searched: its group matches nothing). A `tsvector` holds at
+most 1 MB of words and positions, and PostgreSQL refuses a row whose words need more:
+`index_text` gives the index a text's words up to `MAX_INDEXED_BYTES` of that, so a long
+text of many distinct words (a log, a word list) is stored whole, and searched among its
+first words only.
 
 Sessions are listed by `active_s`, the second of their last activity (`updated_us`,
 which every append moves), then by `updated_us` within it (an incremental sort of the
@@ -47,7 +51,14 @@ from sessionary.retention import live_sql
 from sessionary.stores._sql_common import Dialect, Migration
 from sessionary.stores._textmatch import fold, pool_size
 
-__all__ = ["FLUSH_MESSAGE", "PostgresDialect", "to_tsquery"]
+__all__ = ["FLUSH_MESSAGE", "MAX_INDEXED_BYTES", "PostgresDialect", "folded_words", "to_tsquery"]
+
+MAX_INDEXED_BYTES = 1_000_000
+"""How much of a `tsvector` (its words and positions) `index_text` fills; PostgreSQL
+refuses one over 1,048,575 bytes with "string is too long for tsvector"."""
+
+_MAX_POSITIONS = 256
+"""How many positions a `tsvector` keeps per word."""
 
 _CONFIG = "'sessionary_words'"
 _OLD_CONFIG = "'sessionary_search'"
@@ -326,7 +337,7 @@ SELECT v.* FROM (VALUES {values}) AS v WHERE EXISTS (SELECT FROM moved)"""
 
     def index_text(self, text: str) -> str:
         """What `messages.text` (and `documents.search`) hold: the folded words."""
-        return " ".join(folded_words(text))
+        return " ".join(_within_tsvector(folded_words(text)))
 
     def search_sql(
         self,
@@ -398,6 +409,28 @@ def folded_words(text: str) -> list[str]:
     if text.isascii():  # folding is lowering, which moves no word's bounds: one pass
         return words(text.lower())
     return [part for word in words(text) for part in words(fold(word))]
+
+
+def _within_tsvector(folded: list[str]) -> list[str]:
+    """The first of `folded` whose `tsvector` fits in `MAX_INDEXED_BYTES`.
+
+    A distinct word costs its bytes, an alignment byte, a count of positions and a
+    position (2 bytes each); each of its next 255 occurrences a position more.
+    """
+    # A word costs at most 5 bytes more than its characters, each at most 4 bytes:
+    # a text this short fits whole.
+    if 4 * sum(map(len, folded)) + 5 * len(folded) <= MAX_INDEXED_BYTES:
+        return folded
+    cost = 0
+    seen: dict[str, int] = {}
+    for n, word in enumerate(folded):
+        count = seen.get(word, 0)
+        more = len(word.encode()) + 5 if count == 0 else 2 if count < _MAX_POSITIONS else 0
+        if cost + more > MAX_INDEXED_BYTES:
+            return folded[:n]
+        cost += more
+        seen[word] = count + 1
+    return folded
 
 
 def _group_tsquery(group: Sequence[Term]) -> str:

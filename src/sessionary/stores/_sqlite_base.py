@@ -246,3 +246,7 @@ def _configure(db: sqlite3.Connection, durability: str) -> None:
     db.execute("PRAGMA journal_mode = WAL")
     db.execute(f"PRAGMA synchronous = {durability.upper()}")
     db.execute("PRAGMA foreign_keys = OFF")
+    # A delete overwrites what it frees with zeros: SQLite otherwise leaves a deleted
+    # row's bytes in free space and freed pages, where an erased user's text would stay
+    # readable in the file.
+    db.execute("PRAGMA secure_delete = ON")

@@ -42,6 +42,7 @@ from sessionary.stores._rows import (
 )
 from sessionary.stores._sqlite_base import SQLiteBase
 from sessionary.stores._sqlite_index import lower_watermark, unindex_where
+from sessionary.stores._sqlite_rows import store_error
 
 __all__ = ["SQLiteRegistry"]
 
@@ -218,7 +219,22 @@ class SQLiteRegistry(SQLiteBase):
             # FTS5 deletes by adding tombstones; merging the segments drops the words.
             for index in ("messages_fts", "documents_fts"):
                 db.execute(f"INSERT INTO {index} ({index}) VALUES ('optimize')")
-            return int(count)
+        self._empty_log()
+        return int(count)
+
+    def _empty_log(self) -> None:
+        """Copy the write-ahead log into the file and truncate it to nothing.
+
+        The log keeps the pages as they were before the erasure's writes until it is
+        overwritten; truncating it leaves the erased text only where `secure_delete`
+        zeroed it. A reader in another process holding an old snapshot makes the
+        checkpoint stop short; the log is then emptied by a later checkpoint.
+        """
+        with self._lock:
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc) from exc
 
     def _state_key(
         self, db: sqlite3.Connection, scope: Scope, level: StateLevel, session_id: str | None

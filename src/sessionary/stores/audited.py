@@ -2,14 +2,20 @@
 
 `AsyncAuditedStore` wraps a store and, after each change below succeeds, appends an
 entry (`sessionary.audit_entry.AuditEntry`) naming its actor: message updates and
-deletes, clearing a session, deleting a session, state patches, document writes and
-deletes (blocks, compaction overlays, prompts and agent state are documents). Appends
-and reads are not logged. `AsyncAuditLog.record` lets other code log a change of its
-own (an erasure, say) and `AsyncAuditLog.entries` reads the trail with filters.
+deletes, clearing a session, deleting a session, changing a session's row (its name,
+metadata, end or TTL; not its usage counters), state patches, document writes and
+deletes (blocks, compaction overlays, prompts and agent state are documents), and what
+an import writes (sessions, states and documents restored). Appends, moving a session's
+head, and reads are not logged. The trail itself cannot be written or deleted through
+the audited store (`InvalidInput`): only `AsyncAuditLog` adds to it, so no crafted
+document or import file can forge or remove an entry. `AsyncAuditLog.record` lets other
+code log a change of its own (an erasure, say) and `AsyncAuditLog.entries` reads the
+trail with filters.
 
 The trail is a set of documents of the tenant (level ``app``), so it lives on every
 backend with documents and goes wherever the store's data goes (export, `migrate`;
-with encryption at rest it is encrypted too). An entry is written once with
+with encryption at rest it is encrypted too); an export holding a trail is imported
+through a manager that is not audited. An entry is written once with
 `expected_version` 0: the API never rewrites it. An entry is written after its change,
 not in the same transaction: a crash between the two leaves the change unlogged.
 """
@@ -27,14 +33,23 @@ from sessionary.audit_entry import (
     check_actor,
     entry_key,
 )
-from sessionary.errors import Unsupported, VersionConflict
+from sessionary.errors import InvalidInput, Unsupported, VersionConflict
 from sessionary.model import Message
-from sessionary.records import Document, Scope, StateLevel
+from sessionary.records import Document, Scope, SessionInfo, SessionUpdate, State, StateLevel
 from sessionary.stores.base import DOCUMENTS, AsyncStore
 
 __all__ = ["AsyncAuditLog", "AsyncAuditedStore"]
 
 _PAGE = 200
+_SESSION_CHANGES = ("name", "metadata", "end_reason", "ended_at", "ttl", "ttl_sliding")
+"""The fields of a `SessionUpdate` whose change is logged (usage counters are not)."""
+
+
+def _not_the_trail(namespace: str) -> None:
+    if namespace == AUDIT_NAMESPACE:
+        raise InvalidInput(
+            f"the namespace {AUDIT_NAMESPACE!r} is the audit trail, which only the audit log writes"
+        )
 
 
 class AsyncAuditLog:
@@ -196,6 +211,66 @@ class AsyncAuditedStore:
             await self._record(scope, "session.delete", session_id=session_id)
         return existed
 
+    async def update_session(
+        self, scope: Scope, session_id: str, update: SessionUpdate
+    ) -> SessionInfo:
+        """Update a session's row, and log which fields changed (usage alone is not logged)."""
+        info = await self.inner.update_session(scope, session_id, update)
+        changed = [f for f in _SESSION_CHANGES if getattr(update, f) is not None]
+        if changed:
+            await self._record(
+                scope, "session.update", session_id=session_id, detail={"changed": changed}
+            )
+        return info
+
+    async def import_session(
+        self,
+        scope: Scope,
+        info: SessionInfo,
+        messages: Sequence[Message],
+        state: State | None,
+    ) -> SessionInfo:
+        """Create a session whole, and log it."""
+        created = await self.inner.import_session(scope, info, messages, state)
+        await self._record(
+            scope, "session.import", session_id=info.id, detail={"messages": len(messages)}
+        )
+        return created
+
+    async def restore_state(
+        self, scope: Scope, level: StateLevel, session_id: str | None, state: State
+    ) -> State:
+        """Write a state exactly as given, and log it."""
+        restored = await self.inner.restore_state(scope, level, session_id, state)
+        await self._record(
+            scope,
+            "state.restore",
+            session_id=session_id,
+            target=level,
+            detail={"version": state.version},
+        )
+        return restored
+
+    async def restore_document(
+        self,
+        scope: Scope,
+        level: StateLevel,
+        session_id: str | None,
+        versions: Sequence[Document],
+    ) -> None:
+        """Write a document's versions, and log it; the audit trail's are refused."""
+        for version in versions:
+            _not_the_trail(version.namespace)
+        await self.inner.restore_document(scope, level, session_id, versions)
+        if versions:
+            await self._record(
+                scope,
+                "document.restore",
+                session_id=session_id,
+                target=f"{versions[0].namespace}/{versions[0].key}",
+                detail={"level": level, "versions": [v.version for v in versions]},
+            )
+
     async def update_state(
         self,
         scope: Scope,
@@ -231,7 +306,12 @@ class AsyncAuditedStore:
         author: str,
         expected_version: int | None,
     ) -> Document:
-        """Write a document version (a block, an overlay, ...), and log it."""
+        """Write a document version (a block, an overlay, ...), and log it.
+
+        Raises:
+            InvalidInput: If `namespace` is the audit trail's.
+        """
+        _not_the_trail(namespace)
         doc = await self.inner.put_document(
             scope, level, session_id, namespace, key, body, text, author, expected_version
         )
@@ -252,7 +332,12 @@ class AsyncAuditedStore:
         namespace: str,
         key: str,
     ) -> bool:
-        """Delete a document with its versions, and log it if it existed."""
+        """Delete a document with its versions, and log it if it existed.
+
+        Raises:
+            InvalidInput: If `namespace` is the audit trail's.
+        """
+        _not_the_trail(namespace)
         existed = await self.inner.delete_document(scope, level, session_id, namespace, key)
         if existed:
             await self._record(

@@ -68,6 +68,7 @@ from psycopg import errors as pg_errors
 from sessionary.errors import (
     AlreadyExists,
     Closed,
+    PayloadTooLarge,
     SessionaryError,
     StoreError,
     StoreUnavailable,
@@ -119,6 +120,10 @@ def store_error(where: str, exc: psycopg.Error, overdue: bool = False) -> Sessio
         return AlreadyExists(f"{where}: {text}")
     if isinstance(exc, _BUSY):
         return StoreError(f"{where}: the server gave up waiting: {text}")
+    if isinstance(exc, pg_errors.ProgramLimitExceeded):
+        # A value over one of the server's own limits (a row, a tsvector, an index
+        # entry): the statement failed, the server and the connection are fine.
+        return PayloadTooLarge(f"{where}: {text}")
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         return StoreUnavailable(f"{where}: {text}")
     return StoreError(f"{where}: {text}")

@@ -13,7 +13,10 @@ keyring's current key (see `sessionary.crypto`):
 - state documents (session, user, app), stored as ``{"sealed": ...}``;
 - documents (blocks, overlays, agent state): body and text.
 
-Session rows (name, model, source, metadata, counters) stay in clear.
+Session rows (name, model, source, metadata, counters) stay in clear, as do documents'
+namespaces, keys, versions and authors, and a message's tool call ids. AES-GCM does not
+hide lengths: a sealed value is as long as its plaintext (in UTF-8, base64-encoded) plus a
+fixed overhead, so the size of each message, state and document can be read off the store.
 
 Search works only over what you choose to keep in clear: `index` returns the text of a
 message to put in the search index (default: none, so message search finds nothing), and
@@ -22,7 +25,9 @@ message to put in the search index (default: none, so message search finds nothi
 Each ciphertext is bound to its record (scope, session, message id and role; state level;
 document namespace and key), so one moved onto another row does not open. A wrong key,
 a missing key or an altered value raise `DecryptionFailed` (`UnknownKey` for a key id not
-in the keyring), never a garbled value.
+in the keyring), never a garbled value. A record that is already sealed (one exported or
+copied without the keys) is refused (`InvalidInput`) rather than sealed again, which would
+store the ciphertext as its content.
 
 Rotation: put the new key first in the keyring (current) and keep the old ones; reads
 open each record with the key it names. `rotate()` rewrites every message and state
@@ -42,7 +47,15 @@ from typing import Any
 
 from sessionary._sync.stores.base import Store
 from sessionary.crypto import Encryption, Rotation, is_sealed
-from sessionary.errors import DecryptionFailed, InvalidInput, VersionConflict
+from sessionary.errors import (
+    DecryptionFailed,
+    InvalidDocument,
+    InvalidInput,
+    InvalidMessage,
+    MessageNotFound,
+    SessionNotFound,
+    VersionConflict,
+)
 from sessionary.model import (
     DataPart,
     Message,
@@ -104,6 +117,18 @@ def _document_binding(
     return ("document", scope.tenant, scope.user, level, owner, namespace, key)
 
 
+_ALREADY_SEALED = (
+    "is already encrypted: it was read without the keys (an export or a copy made "
+    "without them); import it without encryption, or export it again with the keys"
+)
+"""Why a sealed value is refused: sealing it again would store ciphertext as content."""
+
+
+def _is_sealed_body(data: object) -> bool:
+    """Whether a state's data or a document's body is the stored form of a sealed one."""
+    return isinstance(data, dict) and len(data) == 1 and is_sealed(data.get(_SEALED_KEY))
+
+
 def _sealed_of(message: Message) -> str | None:
     for part in message.parts:
         if isinstance(part, DataPart) and part.name == SEALED_PART and isinstance(part.data, str):
@@ -154,6 +179,8 @@ class EncryptedStore:
             InvalidMessage: If the message is malformed.
             PayloadTooLarge: If its body is over `max_message_bytes`.
         """
+        if _sealed_of(message) is not None:
+            raise InvalidMessage(f"message {message.id!r} {_ALREADY_SEALED}")
         (prepared,) = prepare_messages([message], self.max_message_bytes, indexed=False)
         sealed = self.keyring.seal(prepared.body, _message_binding(scope, session_id, message))
         parts: list[Any] = [DataPart(data=sealed, name=SEALED_PART)]
@@ -197,7 +224,9 @@ class EncryptedStore:
         if self.encryption.reencrypt_on_read:
             for old, new in zip(stored, opened, strict=True):
                 if self._is_stale(_sealed_of(old)):
-                    self._rewrite_message(scope, session_id, new)
+                    # Rewriting is a favour of the read, which does not fail with it.
+                    with contextlib.suppress(Exception):
+                        self._rewrite_message(scope, session_id, old, new)
         return opened
 
     def _is_stale(self, sealed: str | None) -> bool:
@@ -205,11 +234,24 @@ class EncryptedStore:
             return self.encryption.accept_plaintext
         return self.keyring.key_of(sealed) != self.keyring.current
 
-    def _rewrite_message(self, scope: Scope, session_id: str, message: Message) -> None:
-        # A message deleted meanwhile needs no rewrite.
-        with contextlib.suppress(Exception):
-            sealed = self.seal_message(scope, session_id, message)
+    def _rewrite_message(
+        self, scope: Scope, session_id: str, stored: Message, message: Message
+    ) -> bool:
+        """Seal `message` (read as `stored`) anew, unless it changed since; say if it was.
+
+        A message edited meanwhile was sealed by its writer with the current key and
+        must keep that edit; one deleted meanwhile needs no rewrite. The store has no
+        conditional update, so the check is a read just before the write: an edit
+        landing between the two is still overwritten.
+        """
+        sealed = self.seal_message(scope, session_id, message)
+        now = self.inner.get_message(scope, session_id, stored.id)
+        if now != stored:
+            return False
+        with contextlib.suppress(MessageNotFound, SessionNotFound):
             self.inner.update_message(scope, session_id, sealed)
+            return True
+        return False
 
     def append(
         self,
@@ -297,6 +339,8 @@ class EncryptedStore:
     def _seal_state(
         self, scope: Scope, level: StateLevel, session_id: str | None, data: Any, version: int
     ) -> State:
+        if _is_sealed_body(data):
+            raise InvalidInput(f"the {level} state {_ALREADY_SEALED}")
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         sealed = self.keyring.seal(text, _state_binding(scope, level, session_id))
         return State({_SEALED_KEY: sealed}, version)
@@ -391,6 +435,8 @@ class EncryptedStore:
         session_id: str | None,
         doc: Document,
     ) -> Document:
+        if _is_sealed_body(doc.body):
+            raise InvalidDocument(f"document {doc.namespace}/{doc.key} {_ALREADY_SEALED}")
         binding = _document_binding(scope, level, session_id, doc.namespace, doc.key)
         payload = json.dumps({"body": doc.body, "text": doc.text}, ensure_ascii=False)
         clear = self.encryption.index_document
@@ -537,7 +583,9 @@ class EncryptedStore:
 
         Messages and states are rewritten in place; a document gets a new latest version
         under the current key. Safe to run again, or beside writers: a record changed
-        meanwhile is left to its writer, who sealed it with the current key.
+        meanwhile is left to its writer, who sealed it with the current key (states and
+        documents by their versions; a message by reading it again just before its
+        rewrite, so only an edit landing between that read and the write is lost).
         """
         done = Rotation()
         for scope in self.inner.list_scopes():
@@ -561,8 +609,7 @@ class EncryptedStore:
             for message in stored:
                 if self._is_stale(_sealed_of(message)):
                     opened = self.open_message(scope, session_id, message)
-                    self._rewrite_message(scope, session_id, opened)
-                    done.messages += 1
+                    done.messages += self._rewrite_message(scope, session_id, message, opened)
             if cursor is None:
                 return
 

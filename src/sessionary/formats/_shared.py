@@ -37,6 +37,7 @@ __all__ = [
     "Losses",
     "as_dict",
     "as_items",
+    "as_list",
     "call_names",
     "check_messages",
     "data_url",
@@ -130,7 +131,7 @@ def check_messages(messages: Iterable[Message]) -> list[Message]:
     Raises:
         InvalidMessage: If an item is not a valid `Message`; the text says which.
     """
-    if isinstance(messages, Mapping | str | bytes):
+    if isinstance(messages, Mapping | str | bytes) or not isinstance(messages, Iterable):
         raise InvalidMessage("messages must be a list of Message objects")
     checked = list(messages)
     for i, message in enumerate(checked):
@@ -155,6 +156,17 @@ def as_dict(value: object, where: str) -> dict[str, JSON]:
         if isinstance(dumped, dict):
             return dumped
     raise InvalidMessage(f"{where}: expected an object, not {type(value).__name__}")
+
+
+def as_list(values: object, where: str) -> list[Any]:
+    """Return what a caller passed as a list of wire items (any iterable but text or a dict).
+
+    Raises:
+        InvalidMessage: If `values` is None, text, a mapping or not iterable at all.
+    """
+    if isinstance(values, str | bytes | bytearray | Mapping) or not isinstance(values, Iterable):
+        raise InvalidMessage(f"{where}: expected a list, not {type(values).__name__}")
+    return list(values)
 
 
 def as_items(values: object, where: str) -> list[dict[str, JSON]]:

@@ -25,6 +25,7 @@ from sessionary.formats._shared import (
     Losses,
     as_dict,
     as_items,
+    as_list,
     call_names,
     check_messages,
     drop_name_if_implied,
@@ -241,7 +242,7 @@ def from_anthropic(
     out: list[Message] = []
     if system is not None:
         out.append(_read_system(system))
-    for i, turn in enumerate(as_items(list(messages), "messages")):
+    for i, turn in enumerate(as_items(as_list(messages, "messages"), "messages")):
         out.extend(_read_turn(turn, f"messages[{i}]"))
     return out
 
@@ -249,7 +250,7 @@ def from_anthropic(
 def _read_system(system: str | Iterable[Any]) -> Message:
     if isinstance(system, str):
         return message("system", [TextPart(system)])
-    blocks = as_items(list(system), "system")
+    blocks = as_items(as_list(system, "system"), "system")
     parts = [_read_block(b, f"system[{k}]") for k, b in enumerate(blocks)]
     plain = len(blocks) == 1 and blocks[0].keys() == {"type", "text"}
     return message("system", parts, with_own({"content": "list"} if plain else {}, NS))
@@ -346,6 +347,10 @@ def _read_file(block: dict[str, JSON], where: str) -> FilePart | None:
     if kind == "base64" and isinstance(source["media_type"], str):
         return FilePart(source["media_type"], data=source["data"], filename=title, extra=extra)
     if kind == "text" and source["media_type"] == "text/plain":
-        data = base64.b64encode(source["data"].encode("utf-8")).decode("ascii")
+        try:
+            encoded = source["data"].encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: kept as the raw block it is
+            return None
+        data = base64.b64encode(encoded).decode("ascii")
         return FilePart("text/plain", data=data, filename=title, extra=extra)
     return None

@@ -26,6 +26,7 @@ from sessionary.formats._shared import (
     Losses,
     as_dict,
     as_items,
+    as_list,
     call_names,
     check_messages,
     message,
@@ -188,7 +189,7 @@ def from_gemini(
     reader = _Reader()
     if system_instruction is not None:
         reader.out.append(_read_system(system_instruction))
-    for i, content in enumerate(as_items(list(contents), "contents")):
+    for i, content in enumerate(as_items(as_list(contents, "contents"), "contents")):
         check_json(content, f"contents[{i}]", InvalidMessage)  # `_snake` recurses
         reader.read(_snake(content), f"contents[{i}]")
     return reader.out

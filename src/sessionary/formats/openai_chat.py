@@ -22,6 +22,7 @@ from sessionary.formats._shared import (
     Losses,
     as_dict,
     as_items,
+    as_list,
     call_names,
     check_messages,
     data_url,
@@ -249,7 +250,7 @@ def from_openai_chat(items: Iterable[Mapping[str, JSON] | Any]) -> list[Message]
     Raises:
         InvalidMessage: If a wire message is malformed; the text says where.
     """
-    wire = as_items(list(items), "items")
+    wire = as_items(as_list(items, "items"), "items")
     return [_read(item, f"items[{i}]") for i, item in enumerate(wire)]
 
 
@@ -268,7 +269,7 @@ def _read(item: dict[str, JSON], where: str) -> Message:
     if role == "developer":
         mine["role"] = "developer"
     parts = _read_content(item, mine, where)
-    for j, call in enumerate(item.get("tool_calls") or ()):
+    for j, call in enumerate(as_list(item.get("tool_calls") or (), f"{where}.tool_calls")):
         parts.append(_read_call(as_dict(call, f"{where}.tool_calls[{j}]"), where))
     ours = "system" if role == "developer" else role
     return message(ours, parts, with_own(mine, NS))

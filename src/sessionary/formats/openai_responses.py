@@ -23,6 +23,7 @@ from sessionary.formats._shared import (
     Conversion,
     Losses,
     as_items,
+    as_list,
     call_names,
     check_messages,
     data_url,
@@ -259,7 +260,7 @@ def from_openai_responses(items: Iterable[Mapping[str, JSON] | Any]) -> list[Mes
         InvalidMessage: If an item is malformed; the text says where.
     """
     reader = _Reader()
-    for i, item in enumerate(as_items(list(items), "items")):
+    for i, item in enumerate(as_items(as_list(items, "items"), "items")):
         reader.read(item, f"items[{i}]")
     reader.flush()
     return reader.out

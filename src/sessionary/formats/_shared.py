@@ -25,6 +25,7 @@ from sessionary.model import (
     DataPart,
     Message,
     Part,
+    ReasoningPart,
     ToolCallPart,
     ToolResultPart,
     check_message,
@@ -43,6 +44,7 @@ __all__ = [
     "data_url",
     "decode_arguments",
     "encode_arguments",
+    "foreign_signer",
     "own",
     "output_text",
     "parse_data_url",
@@ -226,6 +228,24 @@ def raw_of(part: Part, ns: str) -> dict[str, JSON] | None:
 def pick(data: Mapping[str, JSON], *known: str) -> dict[str, JSON]:
     """Return the entries of `data` whose keys are not in `known`."""
     return {k: v for k, v in data.items() if k not in known}
+
+
+# ---------------------------------------------------------------- reasoning
+
+# The formats whose reasoning parts always say, in `extra`, which provider signed them.
+_SIGNERS = ("anthropic", "gemini", "openai_responses")
+
+
+def foreign_signer(part: ReasoningPart, ns: str) -> str | None:
+    """Return the other provider format whose signature `part` holds, if its extra says so.
+
+    A signature (Anthropic's thinking signature, Gemini's thought signature, OpenAI's
+    encrypted reasoning) is only valid for the provider that made it: sent to another, the
+    request is refused.
+    """
+    if part.signature is None:
+        return None
+    return next((other for other in _SIGNERS if other != ns and other in part.extra), None)
 
 
 # ---------------------------------------------------------------- values

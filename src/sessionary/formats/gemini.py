@@ -29,6 +29,7 @@ from sessionary.formats._shared import (
     as_list,
     call_names,
     check_messages,
+    foreign_signer,
     message,
     need,
     own,
@@ -90,7 +91,14 @@ def to_gemini(messages: Iterable[Message], *, strict: bool = False) -> Conversio
         where = f"messages[{i}]"
         losses.envelope(msg, NS, where)
         parts = [_part(p, names, f"{where}.parts[{j}]", losses) for j, p in enumerate(msg.parts)]
-        kept = [p for p in parts if p is not None]
+        # A bare empty text is refused; one carrying a thought signature is not.
+        kept = [p for p in parts if p is not None and p != {"text": ""}]
+        if len(kept) < len([p for p in parts if p is not None]):
+            losses.add(where, f"{TARGET} refuses empty text parts")
+        if not kept and msg.role != "system":
+            if not msg.parts:
+                losses.add(where, f"{TARGET} refuses a content without parts")
+            continue
         if msg.role == "system":
             if contents:
                 losses.add(where, "a system message after the first turn moves to the instruction")
@@ -120,7 +128,10 @@ def _part(
         return {**fields, "text": part.text}
     if isinstance(part, ReasoningPart):
         wire = {**fields, "text": part.text, "thought": True}
-        if part.signature is not None:
+        signer = foreign_signer(part, NS)
+        if signer is not None:
+            losses.add(f"{where}.signature", f"{TARGET} refuses reasoning signed by {signer}")
+        elif part.signature is not None:
             wire["thought_signature"] = part.signature
         return wire
     if isinstance(part, ToolCallPart):

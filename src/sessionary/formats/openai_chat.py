@@ -87,9 +87,19 @@ def to_openai_chat(
         losses.envelope(msg, NS, where)
         if msg.role == "tool":
             out.extend(_tool_messages(msg, names, where, losses))
-        else:
-            out.append(_message(msg, where, losses))
+            continue
+        reported = len(losses.items)
+        wire = _message(msg, where, losses)
+        if msg.role == "assistant" and not any(wire.get(key) for key in _SAYS_SOMETHING):
+            # OpenAI refuses an assistant message with neither content nor tool calls.
+            if len(losses.items) == reported:
+                losses.add(where, f"{TARGET} refuses an assistant message without content")
+            continue
+        out.append(wire)
     return losses.finish(out, strict)
+
+
+_SAYS_SOMETHING = ("content", "tool_calls", "refusal", "audio", "function_call")
 
 
 def _message(msg: Message, where: str, losses: Losses) -> dict[str, JSON]:

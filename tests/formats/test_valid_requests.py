@@ -24,6 +24,7 @@ from sessionary.formats import (
     to_anthropic,
     to_gemini,
     to_openai_chat,
+    to_openai_responses,
 )
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -52,6 +53,8 @@ def awkward(draw: st.DrawFn) -> list[Message]:
         out.append(Message(role="assistant", parts=assistant + calls))
         if calls and draw(st.booleans()):
             out.append(Message(role="user", parts=[TextPart(draw(texts))]))
+        if calls and draw(st.booleans()):
+            continue  # abandoned: the next turn moves on without results
         for call in calls:
             out.append(Message(role="tool", parts=[ToolResultPart(call.id, draw(texts))]))
     return out
@@ -67,7 +70,7 @@ def check_anthropic(turns: list[dict[str, Any]]) -> None:
         kinds = [b["type"] == "tool_result" for b in blocks]
         assert kinds == sorted(kinds, reverse=True), "tool results come first"
         used = {b["id"] for b in blocks if b["type"] == "tool_use"}
-        if used:
+        if used and i + 1 < len(turns):  # the last turn's calls may still be waiting
             after = turns[i + 1]["content"]
             answered = {b["tool_use_id"] for b in after if b["type"] == "tool_result"}
             assert used <= answered, "every tool_use is answered by the next turn"
@@ -185,3 +188,38 @@ def test_a_providers_own_signature_is_still_sent() -> None:
     assert anthropic == [{"type": "thinking", "thinking": "t", "signature": "sig"}]
     gemini = to_gemini([Message.user("q"), signed]).value.contents[1]["parts"]
     assert gemini == [{"text": "t", "thought": True, "thought_signature": "sig"}]
+
+
+def test_a_call_the_conversation_moved_past_is_left_out_and_reported() -> None:
+    # The user interrupted a tool call, and the model answered without it: OpenAI,
+    # Anthropic and Gemini refuse a call that no result follows before the next reply.
+    history = [
+        Message.user("q"),
+        Message(role="assistant", parts=[TextPart("looking"), ToolCallPart("c1", "f", {})]),
+        Message.user("never mind"),
+        Message.assistant("ok"),
+        Message(role="tool", parts=[ToolResultPart("c1", "late")]),
+        Message.user("thanks"),
+    ]
+    chat = to_openai_chat(history)
+    assert [w["role"] for w in chat.value] == ["user", "assistant", "user", "assistant", "user"]
+    assert "tool_calls" not in chat.value[1]
+    assert {loss.where for loss in chat.dropped} == {"messages[1].parts[1]", "messages[4].parts[0]"}
+    check_anthropic(to_anthropic(history).value.messages)
+    gemini = to_gemini(history).value.contents
+    assert not any(
+        "function_call" in p or "function_response" in p for c in gemini for p in c["parts"]
+    )
+    responses = to_openai_responses(history).value
+    assert not any(item.get("type", "").startswith("function_call") for item in responses)
+
+
+def test_a_call_still_waiting_and_a_result_alone_are_kept() -> None:
+    # Converting a few messages at a time: a reply's calls, then their results.
+    reply = Message(role="assistant", parts=[ToolCallPart("c1", "f", {})])
+    assert to_openai_chat([Message.user("q"), reply]).lossless
+    assert to_anthropic([reply, Message.tool("c2", "other")]).lossless
+    assert not to_anthropic([reply, Message.user("never mind")]).lossless
+    assert to_openai_chat([Message.tool("c1", "done")]).value == [
+        {"role": "tool", "tool_call_id": "c1", "content": "done"}
+    ]

@@ -16,7 +16,7 @@ import json
 import mimetypes
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from sessionary.errors import InvalidMessage, LossyConversion
@@ -47,6 +47,7 @@ __all__ = [
     "foreign_signer",
     "own",
     "output_text",
+    "paired",
     "parse_data_url",
     "url_mime",
     "raw_block",
@@ -323,6 +324,57 @@ def call_names(messages: Iterable[Message]) -> dict[str, str]:
         for part in message.parts
         if isinstance(part, ToolCallPart)
     }
+
+
+def paired(messages: list[Message], losses: Losses) -> list[Message]:
+    """Return `messages` without the tool calls the conversation moved past unanswered.
+
+    A call with no result before the next assistant message, or with none at all and a
+    user message after it, was abandoned (the user interrupted it, say); OpenAI,
+    Anthropic and Gemini refuse a request holding one. It is left out and reported, and
+    so is a result that answers it only after that assistant message. A call still
+    waiting at the end (nothing but tool messages after it) and a result whose call is
+    not in `messages` at all are kept: the messages may be converted a few at a time.
+    The messages keep their places (one may be left empty).
+    """
+    skip = _abandoned(messages)
+    if not skip:
+        return messages
+    out = []
+    for i, msg in enumerate(messages):
+        kept = []
+        for j, part in enumerate(msg.parts):
+            if (i, j) not in skip:
+                kept.append(part)
+            else:
+                what = "call" if isinstance(part, ToolCallPart) else "result"
+                losses.add(f"messages[{i}].parts[{j}]", f"an abandoned tool {what}")
+        out.append(replace(msg, parts=kept) if len(kept) < len(msg.parts) else msg)
+    return out
+
+
+def _abandoned(messages: list[Message]) -> set[tuple[int, int]]:
+    """Return the (message, part) indexes of abandoned calls and of their late results."""
+    found: set[tuple[int, int]] = set()
+    waiting: dict[str, tuple[int, int]] = {}
+    dropped: set[str] = set()
+    passed: set[str] = set()  # waiting calls a user message came after
+    for i, msg in enumerate(messages):
+        if msg.role == "assistant":
+            found.update(waiting.values())
+            dropped.update(waiting)
+            waiting, passed = {}, set()
+        elif msg.role == "user":
+            passed.update(waiting)
+        for j, part in enumerate(msg.parts):
+            if isinstance(part, ToolCallPart):
+                waiting[part.id] = (i, j)
+            elif isinstance(part, ToolResultPart):
+                waiting.pop(part.call_id, None)
+                if part.call_id in dropped:
+                    found.add((i, j))
+    found.update(at for call_id, at in waiting.items() if call_id in passed)
+    return found
 
 
 def result_name(part: ToolResultPart, names: Mapping[str, str]) -> str | None:

@@ -36,6 +36,7 @@ from sessionary.formats._shared import (
     need,
     output_text,
     own,
+    paired,
     pick,
     raw_block,
     raw_of,
@@ -85,9 +86,9 @@ def to_anthropic(
         InvalidMessage: If a message is malformed.
         LossyConversion: If `strict` and something cannot be carried.
     """
-    checked = check_messages(messages)
-    names = call_names(checked)
     losses = Losses(TARGET)
+    checked = paired(check_messages(messages), losses)
+    names = call_names(checked)
     system: list[tuple[Message, str]] = []
     turns: list[dict[str, JSON]] = []
     for i, msg in enumerate(checked):

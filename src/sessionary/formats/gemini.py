@@ -33,6 +33,7 @@ from sessionary.formats._shared import (
     message,
     need,
     own,
+    paired,
     pick,
     raw_block,
     raw_of,
@@ -81,9 +82,9 @@ def to_gemini(messages: Iterable[Message], *, strict: bool = False) -> Conversio
         InvalidMessage: If a message is malformed.
         LossyConversion: If `strict` and something cannot be carried.
     """
-    checked = check_messages(messages)
-    names = call_names(checked)
     losses = Losses(TARGET)
+    checked = paired(check_messages(messages), losses)
+    names = call_names(checked)
     system: dict[str, JSON] | None = None
     contents: list[dict[str, JSON]] = []
     previous = ""

@@ -33,6 +33,7 @@ from sessionary.formats._shared import (
     need,
     output_text,
     own,
+    paired,
     parse_data_url,
     pick,
     raw_block,
@@ -78,9 +79,9 @@ def to_openai_chat(
         InvalidMessage: If a message is malformed.
         LossyConversion: If `strict` and something cannot be carried.
     """
-    checked = check_messages(messages)
-    names = call_names(checked)
     losses = Losses(TARGET)
+    checked = paired(check_messages(messages), losses)
+    names = call_names(checked)
     out: list[dict[str, JSON]] = []
     for i, msg in enumerate(checked):
         where = f"messages[{i}]"

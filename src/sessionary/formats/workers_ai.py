@@ -38,6 +38,7 @@ from sessionary.formats._shared import (
     need,
     output_text,
     own,
+    paired,
     pick,
     result_name,
     with_own,
@@ -78,9 +79,9 @@ def to_workers_ai(
         LossyConversion: If `strict` and something cannot be carried.
     """
     instructions = _instructions(system)
-    checked = check_messages(messages)
-    names = call_names(checked)
     losses = Losses(TARGET)
+    checked = paired(check_messages(messages), losses)
+    names = call_names(checked)
     out: list[dict[str, JSON]] = []
     if instructions:
         out.append({"role": "system", "content": instructions})

@@ -252,3 +252,12 @@ async def test_the_async_turn(amanager: sessionary.AsyncSessionManager) -> None:
             ctx.add(Message.user("mine", id="u2"))
             await amanager.session("c").append(Message.user("elsewhere", id="x1"))
     assert await chat.get_message("u2") is None
+
+
+@pytest.mark.parametrize("tools", [None, 5, "tools"])
+def test_tools_that_are_not_a_list_are_refused(
+    manager: sessionary.SessionManager, tools: object
+) -> None:
+    # None and 5 raised TypeError ('NoneType' object is not iterable).
+    with pytest.raises(InvalidInput, match="tools"):
+        manager.create().turn(tools=tools)  # type: ignore[arg-type]

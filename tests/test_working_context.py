@@ -132,3 +132,25 @@ def test_bad_arguments_are_typed_errors() -> None:
         WorkingContext(tools=["not a tool"])  # type: ignore[list-item]
     with pytest.raises(InvalidInput):
         build_working_context(chat(2)).request("telepathy")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("build", "error"),
+    [
+        (lambda: build_working_context(None), InvalidMessage),  # type: ignore[arg-type]
+        (lambda: build_working_context(5), InvalidMessage),  # type: ignore[arg-type]
+        (lambda: build_working_context("events"), InvalidMessage),  # type: ignore[arg-type]
+        (lambda: build_working_context([], system=None), InvalidInput),  # type: ignore[arg-type]
+        (lambda: build_working_context([], system=5), InvalidInput),  # type: ignore[arg-type]
+        (lambda: build_working_context([], tools=None), InvalidInput),  # type: ignore[arg-type]
+        (lambda: WorkingContext(history=None), InvalidMessage),  # type: ignore[arg-type]
+        (lambda: WorkingContext(history=[5]), InvalidMessage),  # type: ignore[list-item]
+        (lambda: WorkingContext(tools=None), InvalidInput),  # type: ignore[arg-type]
+        (lambda: WorkingContext().add_all(None), InvalidMessage),  # type: ignore[arg-type]
+    ],
+)
+def test_what_is_not_a_list_is_a_typed_error(build: Any, error: type[Exception]) -> None:
+    # Each raised TypeError ('NoneType' object is not iterable); history=[5] was accepted
+    # and failed only when the request was built.
+    with pytest.raises(error):
+        build()

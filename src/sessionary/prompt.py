@@ -61,9 +61,13 @@ def render_prompt(blocks: Iterable[ContextBlock]) -> str:
 
 
 def render_listing(entries: Sequence[Entry]) -> str:
-    """Return a skill block's content: one `- key: description` line per entry."""
+    """Return a skill block's content: one `- key: description` line per entry.
+
+    Line breaks in a title or description become spaces: an entry stays one line, and a
+    description the model wrote cannot forge a block header in the system prompt.
+    """
     lines = []
     for entry in entries:
-        about = entry.description or entry.title
+        about = " ".join((entry.description or entry.title).split())
         lines.append(f"- {entry.key}: {about}" if about else f"- {entry.key}")
     return "\n".join(lines)

@@ -70,8 +70,8 @@ class AsyncTurn(WorkingContext):
     ) -> None:
         if policy not in POLICIES:
             raise InvalidInput(f"policy must be one of {list(POLICIES)}, not {policy!r}")
-        if not all(isinstance(tool, ToolSpec) for tool in tools):
-            raise InvalidInput("tools must be ToolSpec objects")
+        if not isinstance(tools, Sequence) or not all(isinstance(t, ToolSpec) for t in tools):
+            raise InvalidInput("tools must be a list of ToolSpec objects")
         super().__init__()
         self.session = session
         self.policy: TurnPolicy = policy

@@ -22,6 +22,7 @@ from typing import Any
 
 from sessionary.errors import InvalidInput, InvalidMessage
 from sessionary.formats import Loss, from_events
+from sessionary.formats._shared import check_messages
 from sessionary.model import Message
 from sessionary.requests import build_request
 from sessionary.session import coerce_message
@@ -58,11 +59,12 @@ class WorkingContext:
     ) -> None:
         if not isinstance(system, str):
             raise InvalidInput("a system prompt must be text")
+        tools = _listed(tools, "tools", InvalidInput)
         if not all(isinstance(tool, ToolSpec) for tool in tools):
             raise InvalidInput("tools must be ToolSpec objects")
         self.system = system
-        self.history: list[Message] = list(history)
-        self.tools: list[ToolSpec] = list(tools)
+        self.history: list[Message] = check_messages(_listed(history, "history", InvalidMessage))
+        self.tools: list[ToolSpec] = tools
         self.added: list[Message] = []
         self.dropped: list[Loss] = []
 
@@ -94,7 +96,9 @@ class WorkingContext:
         Raises:
             InvalidMessage: As `add`.
         """
-        if isinstance(messages, Message | Mapping | str | bytes):
+        if isinstance(messages, Message | Mapping | str | bytes) or not isinstance(
+            messages, Iterable
+        ):
             raise InvalidMessage("add_all takes an iterable of messages; use add for one")
         batch = [coerce_message(m) for m in messages]
         ids = [m.id for m in self.added + batch]
@@ -161,10 +165,10 @@ def build_working_context(
     """
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
         raise InvalidInput(f"limit must be a non-negative integer or None, not {limit!r}")
-    texts = [system] if isinstance(system, str) else list(system)
-    if not all(isinstance(text, str) for text in texts):
+    texts = [system] if isinstance(system, str) else system
+    if not isinstance(texts, list | tuple) or not all(isinstance(text, str) for text in texts):
         raise InvalidInput("system instructions must be text or a list of texts")
-    listed = list(events)
+    listed = _listed(events, "events", InvalidMessage)
     if to_message is None:
         history = from_events(listed)
     else:
@@ -173,3 +177,10 @@ def build_working_context(
     if limit is not None:
         history = history[pair_safe_start(history, len(history) - limit) :]
     return WorkingContext("\n\n".join(t for t in texts if t), history, tools)
+
+
+def _listed(values: Any, what: str, error: type[InvalidInput | InvalidMessage]) -> list[Any]:
+    """Return `values` as a list, refusing text, mappings and what is not iterable."""
+    if isinstance(values, str | bytes | Mapping | Message) or not isinstance(values, Iterable):
+        raise error(f"{what} must be a list, not {type(values).__name__}")
+    return list(values)

@@ -22,6 +22,7 @@ from sessionary.compaction import (
     SummaryRequest,
     build_prompt,
     extract_references,
+    memory_facts,
     render_transcript,
     structured_summary,
     summary,
@@ -176,6 +177,16 @@ def test_a_long_text_without_stops_is_read_once() -> None:
     refs = extract_references(many)
     assert len(refs["files"]) == len(refs["identifiers"]) == summary.MOST_REFERENCES
     assert refs["files"][:2] == ["src/m0/f_0.py", "src/m1/f_1.py"]
+
+
+def test_blank_lines_are_read_once() -> None:
+    # A command or a to-do started with \s*, which took in every blank line after each
+    # line start: minutes at this size, for the summary and the memory flush alike.
+    blank = "\n" * 300_000 + "  $ make test\n" + " \n" * 100_000 + "- TODO: ship it\n"
+    assert extract_references(blank)["commands"] == ["make test"]
+    assert [m.strip() for m in summary._TODO.findall(blank)] == ["- TODO: ship it"]
+    assert "Commands: `make test`" in memory_facts([Message.user(blank)])
+    assert extract_references("$\nls")["commands"] == []  # a command stays on its line
 
 
 def test_transcript_renders_objects_as_json_and_clips() -> None:

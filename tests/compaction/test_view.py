@@ -6,7 +6,8 @@ import pytest
 
 from sessionary import CompactionPolicy, Eviction, Message, ToolCallPart
 from sessionary.compaction.policy import DEFAULT_EVICTION_EXCLUDE
-from sessionary.compaction.view import EVICTED_KEY, clip_arguments, context_view
+from sessionary.compaction.summary import result_text
+from sessionary.compaction.view import EVICTED_KEY, clip_arguments, context_view, evict_result
 from sessionary.errors import InvalidInput
 from sessionary.model import ToolResultPart
 
@@ -68,3 +69,18 @@ def test_the_truncation_marker_is_configurable() -> None:
     for bad in ("{n}", "{}", "{omitted", 3):
         with pytest.raises(InvalidInput, match="truncation_marker"):
             CompactionPolicy(truncation_marker=bad)  # type: ignore[arg-type]
+
+
+def test_a_preview_wider_than_the_threshold_never_repeats_the_output() -> None:
+    # Eviction(threshold=1000) keeps the default preview of 2000: the head and the tail
+    # used to be the whole output each, so the "preview" was twice the output.
+    text = "".join(f"{i:05d}" for i in range(300))  # 1500 characters, no repeats
+    part = ToolResultPart("c1", text, name="shell")
+    shown = evict_result(part, "m1", Eviction(threshold=1000))
+    assert isinstance(shown.output, str)
+    head = shown.output.partition("\n\n…")[0]
+    assert head == text[:500] and shown.output.endswith(text[-500:])
+    assert "… [500 characters not shown of 1500;" in shown.output
+    assert len(shown.output) < len(text)
+    assert shown.extra[EVICTED_KEY]["preview"] == 500
+    assert result_text(shown) == f"{text[:500]}\n…\n{text[-500:]}"

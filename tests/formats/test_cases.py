@@ -14,6 +14,8 @@ from sessionary.formats import (
     from_gemini,
     from_openai_chat,
     from_openai_responses,
+    from_workers_ai,
+    from_workers_ai_response,
     to_ai_sdk,
     to_anthropic,
     to_events,
@@ -240,3 +242,58 @@ def test_arguments_too_deep_to_decode_are_kept_as_their_text() -> None:
 def test_values_nested_too_deep_are_invalid_messages(read: Callable[[], object]) -> None:
     with pytest.raises(InvalidMessage, match=r"deep|JSON"):
         read()
+
+
+NOT_LISTS = [None, 5, "text", {"role": "user"}]
+
+
+@pytest.mark.parametrize("value", NOT_LISTS, ids=repr)
+@pytest.mark.parametrize(
+    "convert",
+    [
+        from_openai_chat,
+        from_openai_responses,
+        from_anthropic,
+        from_gemini,
+        from_ai_sdk,
+        from_events,
+        from_workers_ai,
+        to_openai_chat,
+        to_anthropic,
+        to_gemini,
+    ],
+)
+def test_a_list_that_is_not_a_list_is_an_invalid_message(
+    convert: Callable[[object], object], value: object
+) -> None:
+    # None and other non-iterables raised TypeError; text was read character by character.
+    with pytest.raises(InvalidMessage):
+        convert(value)
+
+
+@pytest.mark.parametrize("value", NOT_LISTS[1:], ids=repr)
+@pytest.mark.parametrize(
+    "convert",
+    [
+        lambda v: from_anthropic([], system=b"text" if isinstance(v, str) else v),
+        lambda v: from_openai_chat([{"role": "assistant", "tool_calls": v}]),
+        lambda v: from_workers_ai([{"role": "assistant", "content": "", "tool_calls": v}]),
+        lambda v: from_workers_ai_response({"response": "", "tool_calls": v}),
+    ],
+    ids=["anthropic_system", "chat_tool_calls", "workers_tool_calls", "workers_response"],
+)
+def test_a_nested_list_that_is_not_a_list_is_an_invalid_message(
+    convert: Callable[[object], object], value: object
+) -> None:
+    with pytest.raises(InvalidMessage):
+        convert(value)
+
+
+def test_a_text_document_with_a_lone_surrogate_is_kept_as_its_block() -> None:
+    block = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "a\ud800b"},
+    }
+    turn = {"role": "user", "content": [block]}
+    (message,) = from_anthropic([turn])  # raised UnicodeEncodeError
+    assert to_anthropic([message]).value.messages == [turn]

@@ -58,6 +58,7 @@ class Reader(Protocol):
 
 _MAX_KEYS_LISTED = 50
 _MAX_TEXT = 100_000
+_MAX_DESCRIPTION = 500  # listed in the system prompt for every entry: kept short
 _NO_RESULTS = "No results found."
 _NOT_OFFERED = "tool {name!r} is not available here; available tools: {names}"
 
@@ -192,7 +193,9 @@ class ToolBox:
                 "same title updates the same entry. `action` does not apply to them."
             )
             properties["title"] = _string("Keyed blocks: the entry's title.", maxLength=200)
-            properties["description"] = _string("Skill blocks: a one-line summary.")
+            properties["description"] = _string(
+                "Skill blocks: a one-line summary.", maxLength=_MAX_DESCRIPTION
+            )
             properties["key"] = _string("Keyed blocks: overwrite the entry with this key.")
         return ToolSpec("set_context", "\n".join(lines), _schema(properties, "label", "content"))
 

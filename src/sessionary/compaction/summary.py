@@ -169,7 +169,10 @@ _PATH = re.compile(
 )
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 _BACKTICK = re.compile(r"`([^`\n]{1,200})`")
-_COMMAND = re.compile(r"(?m)^\s*\$\s+(.{1,200})$")
+_COMMAND = re.compile(r"(?m)^[^\S\n]*\$[^\S\n]+(.{1,200})$")
+"""A shell command: `$ ` and the rest of its line. Only the spaces of one line count
+(whitespace but a newline): with any whitespace, every line start scanned all the blank
+lines after it, which is quadratic."""
 _IDENT = re.compile(
     r"\b(?:[A-Za-z]+_[A-Za-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*"
     r"|[A-Z]{2,}-\d+|[A-Z][A-Z0-9]*_[A-Z0-9_]+|[0-9a-f]{7,40})\b"
@@ -186,7 +189,7 @@ _RUN = re.compile(r"[\w./~-]+")
 _LONGEST_RUN = 512
 """Runs longer than this are not paths anyone reads back; `_PATH` skips them, since it may
 scan a run once from each of its word boundaries (quadratic in its length)."""
-_TODO = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:todo|next|still need|remaining)\b.*$")
+_TODO = re.compile(r"(?im)^[^\S\n]*(?:[-*][^\S\n]*)?(?:todo|next|still need|remaining)\b.*$")
 _WORD_EXT = re.compile(
     r"\.(?:py|md|txt|json|toml|yaml|yml|js|ts|tsx|sql|sh|cfg|ini|log|csv|html|css|rs|go|java|c|h|cpp|lock)$"
 )

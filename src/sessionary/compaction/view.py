@@ -21,13 +21,19 @@ __all__ = ["EVICTED_KEY", "clip_arguments", "context_view", "evict_result", "rea
 
 
 def evict_result(part: ToolResultPart, message_id: str, eviction: Eviction) -> ToolResultPart:
-    """Return `part` as a head-and-tail preview if its output exceeds the threshold."""
+    """Return `part` as a head-and-tail preview if its output exceeds the threshold.
+
+    The head and tail together never exceed the threshold (a preview of 2000 with a
+    threshold of 1000 shows 500 each), so the preview is always shorter than the output.
+    """
     if eviction.excludes(part.name):
         return part
     text = json_text(part.output)
     if len(text) <= eviction.threshold:
         return part
-    head, tail = text[: eviction.preview], text[-eviction.preview :]
+    # Head and tail must not overlap, or the "preview" repeats the whole output twice.
+    keep = min(eviction.preview, eviction.threshold // 2)
+    head, tail = text[:keep], text[len(text) - keep :]
     omitted = len(text) - len(head) - len(tail)
     note = (
         f"\n\n… [{omitted} characters not shown of {len(text)}; the whole output is stored: "
@@ -38,7 +44,7 @@ def evict_result(part: ToolResultPart, message_id: str, eviction: Eviction) -> T
         "message_id": message_id,
         "call_id": part.call_id,
         "chars": len(text),
-        "preview": eviction.preview,
+        "preview": keep,
     }
     return replace(part, output=head + note + tail, extra={**part.extra, EVICTED_KEY: marker})
 

@@ -16,7 +16,7 @@ import json
 import mimetypes
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from sessionary.errors import InvalidMessage, LossyConversion
@@ -25,6 +25,7 @@ from sessionary.model import (
     DataPart,
     Message,
     Part,
+    ReasoningPart,
     ToolCallPart,
     ToolResultPart,
     check_message,
@@ -37,13 +38,16 @@ __all__ = [
     "Losses",
     "as_dict",
     "as_items",
+    "as_list",
     "call_names",
     "check_messages",
     "data_url",
     "decode_arguments",
     "encode_arguments",
+    "foreign_signer",
     "own",
     "output_text",
+    "paired",
     "parse_data_url",
     "url_mime",
     "raw_block",
@@ -130,7 +134,7 @@ def check_messages(messages: Iterable[Message]) -> list[Message]:
     Raises:
         InvalidMessage: If an item is not a valid `Message`; the text says which.
     """
-    if isinstance(messages, Mapping | str | bytes):
+    if isinstance(messages, Mapping | str | bytes) or not isinstance(messages, Iterable):
         raise InvalidMessage("messages must be a list of Message objects")
     checked = list(messages)
     for i, message in enumerate(checked):
@@ -155,6 +159,17 @@ def as_dict(value: object, where: str) -> dict[str, JSON]:
         if isinstance(dumped, dict):
             return dumped
     raise InvalidMessage(f"{where}: expected an object, not {type(value).__name__}")
+
+
+def as_list(values: object, where: str) -> list[Any]:
+    """Return what a caller passed as a list of wire items (any iterable but text or a dict).
+
+    Raises:
+        InvalidMessage: If `values` is None, text, a mapping or not iterable at all.
+    """
+    if isinstance(values, str | bytes | bytearray | Mapping) or not isinstance(values, Iterable):
+        raise InvalidMessage(f"{where}: expected a list, not {type(values).__name__}")
+    return list(values)
 
 
 def as_items(values: object, where: str) -> list[dict[str, JSON]]:
@@ -214,6 +229,24 @@ def raw_of(part: Part, ns: str) -> dict[str, JSON] | None:
 def pick(data: Mapping[str, JSON], *known: str) -> dict[str, JSON]:
     """Return the entries of `data` whose keys are not in `known`."""
     return {k: v for k, v in data.items() if k not in known}
+
+
+# ---------------------------------------------------------------- reasoning
+
+# The formats whose reasoning parts always say, in `extra`, which provider signed them.
+_SIGNERS = ("anthropic", "gemini", "openai_responses")
+
+
+def foreign_signer(part: ReasoningPart, ns: str) -> str | None:
+    """Return the other provider format whose signature `part` holds, if its extra says so.
+
+    A signature (Anthropic's thinking signature, Gemini's thought signature, OpenAI's
+    encrypted reasoning) is only valid for the provider that made it: sent to another, the
+    request is refused.
+    """
+    if part.signature is None:
+        return None
+    return next((other for other in _SIGNERS if other != ns and other in part.extra), None)
 
 
 # ---------------------------------------------------------------- values
@@ -291,6 +324,57 @@ def call_names(messages: Iterable[Message]) -> dict[str, str]:
         for part in message.parts
         if isinstance(part, ToolCallPart)
     }
+
+
+def paired(messages: list[Message], losses: Losses) -> list[Message]:
+    """Return `messages` without the tool calls the conversation moved past unanswered.
+
+    A call with no result before the next assistant message, or with none at all and a
+    user message after it, was abandoned (the user interrupted it, say); OpenAI,
+    Anthropic and Gemini refuse a request holding one. It is left out and reported, and
+    so is a result that answers it only after that assistant message. A call still
+    waiting at the end (nothing but tool messages after it) and a result whose call is
+    not in `messages` at all are kept: the messages may be converted a few at a time.
+    The messages keep their places (one may be left empty).
+    """
+    skip = _abandoned(messages)
+    if not skip:
+        return messages
+    out = []
+    for i, msg in enumerate(messages):
+        kept = []
+        for j, part in enumerate(msg.parts):
+            if (i, j) not in skip:
+                kept.append(part)
+            else:
+                what = "call" if isinstance(part, ToolCallPart) else "result"
+                losses.add(f"messages[{i}].parts[{j}]", f"an abandoned tool {what}")
+        out.append(replace(msg, parts=kept) if len(kept) < len(msg.parts) else msg)
+    return out
+
+
+def _abandoned(messages: list[Message]) -> set[tuple[int, int]]:
+    """Return the (message, part) indexes of abandoned calls and of their late results."""
+    found: set[tuple[int, int]] = set()
+    waiting: dict[str, tuple[int, int]] = {}
+    dropped: set[str] = set()
+    passed: set[str] = set()  # waiting calls a user message came after
+    for i, msg in enumerate(messages):
+        if msg.role == "assistant":
+            found.update(waiting.values())
+            dropped.update(waiting)
+            waiting, passed = {}, set()
+        elif msg.role == "user":
+            passed.update(waiting)
+        for j, part in enumerate(msg.parts):
+            if isinstance(part, ToolCallPart):
+                waiting[part.id] = (i, j)
+            elif isinstance(part, ToolResultPart):
+                waiting.pop(part.call_id, None)
+                if part.call_id in dropped:
+                    found.add((i, j))
+    found.update(at for call_id, at in waiting.items() if call_id in passed)
+    return found
 
 
 def result_name(part: ToolResultPart, names: Mapping[str, str]) -> str | None:

@@ -23,6 +23,7 @@ from sessionary.formats._shared import (
     Conversion,
     Losses,
     as_items,
+    as_list,
     check_messages,
     data_url,
     message,
@@ -193,7 +194,7 @@ def from_ai_sdk(messages: Iterable[Mapping[str, JSON] | Any]) -> list[Message]:
         InvalidMessage: If a UIMessage or part is malformed; the text says where.
     """
     out: list[Message] = []
-    for i, ui in enumerate(as_items(list(messages), "messages")):
+    for i, ui in enumerate(as_items(as_list(messages, "messages"), "messages")):
         out.extend(_read(ui, f"messages[{i}]"))
     return out
 

@@ -7,8 +7,10 @@ alternate and results sit in the user turn after their `tool_use`. Reading split
 turn back into a tool message (its `tool_result` blocks) and a user message (the rest).
 
 Thinking blocks keep their signature; redacted thinking is a reasoning part whose signature
-holds the redacted data. Reasoning without a signature cannot be sent and is reported, as
-are data parts, files other than images, PDFs and plain text, non-object tool arguments,
+holds the redacted data. Reasoning without a signature, or signed by another provider
+(OpenAI's encrypted reasoning), cannot be sent and is reported, as are empty text blocks and
+messages left with no content (the API refuses both: they are left out), data parts,
+files other than images, PDFs and plain text, non-object tool arguments,
 a result's name, and message metadata.
 """
 
@@ -25,13 +27,16 @@ from sessionary.formats._shared import (
     Losses,
     as_dict,
     as_items,
+    as_list,
     call_names,
     check_messages,
     drop_name_if_implied,
+    foreign_signer,
     message,
     need,
     output_text,
     own,
+    paired,
     pick,
     raw_block,
     raw_of,
@@ -81,9 +86,9 @@ def to_anthropic(
         InvalidMessage: If a message is malformed.
         LossyConversion: If `strict` and something cannot be carried.
     """
-    checked = check_messages(messages)
-    names = call_names(checked)
     losses = Losses(TARGET)
+    checked = paired(check_messages(messages), losses)
+    names = call_names(checked)
     system: list[tuple[Message, str]] = []
     turns: list[dict[str, JSON]] = []
     for i, msg in enumerate(checked):
@@ -95,7 +100,13 @@ def to_anthropic(
             system.append((msg, where))
             continue
         blocks = [_block(p, names, f"{where}.parts[{j}]", losses) for j, p in enumerate(msg.parts)]
-        _add_turn(turns, msg, [b for b in blocks if b is not None])
+        kept = [b for b in blocks if b is not None and not _empty_text(b)]
+        if len(kept) < len([b for b in blocks if b is not None]):
+            losses.add(where, f"{TARGET} refuses empty text blocks")
+        if kept:
+            _add_turn(turns, msg, kept, where, losses)
+        elif not msg.parts:
+            losses.add(where, f"{TARGET} refuses a message without content")
     return losses.finish(AnthropicPrompt(_system(system, losses), turns), strict)
 
 
@@ -116,18 +127,40 @@ def _system(
     return blocks
 
 
-def _add_turn(turns: list[dict[str, JSON]], msg: Message, blocks: list[dict[str, JSON]]) -> None:
+def _empty_text(block: Mapping[str, JSON]) -> bool:
+    return block.get("type") == "text" and block.get("text") == ""
+
+
+def _add_turn(
+    turns: list[dict[str, JSON]],
+    msg: Message,
+    blocks: list[dict[str, JSON]],
+    where: str,
+    losses: Losses,
+) -> None:
     role = "assistant" if msg.role == "assistant" else "user"
     if turns and turns[-1]["role"] == role:
         last = turns[-1]
         if isinstance(last["content"], str):
             last["content"] = [{"type": "text", "text": last["content"]}]
         last["content"].extend(blocks)
+        if role == "user" and _results_first(last["content"]):
+            losses.add(where, f"{TARGET} needs tool results before the rest of a user turn")
         return
     mine = own(msg.extra, NS)
     plain = len(blocks) == 1 and blocks[0].keys() == {"type", "text"}
     content: JSON = blocks[0]["text"] if plain and mine.get("content") != "list" else blocks
     turns.append({**(mine.get("fields") or {}), "role": role, "content": content})
+
+
+def _results_first(content: list[dict[str, JSON]]) -> bool:
+    """Move a user turn's tool results before its other blocks; whether any moved."""
+    results = [b for b in content if b.get("type") == "tool_result"]
+    ordered = results + [b for b in content if b.get("type") != "tool_result"]
+    if ordered == content:
+        return False
+    content[:] = ordered
+    return True
 
 
 def _block(
@@ -160,6 +193,10 @@ def _thinking(
 ) -> dict[str, JSON] | None:
     if part.signature is None:
         losses.add(where, f"{TARGET} needs the signature of Anthropic thinking")
+        return None
+    signer = foreign_signer(part, NS)
+    if signer is not None:
+        losses.add(where, f"{TARGET} refuses reasoning signed by {signer}")
         return None
     if mine.get("type") == "redacted_thinking":
         return {**mine, "data": part.signature}
@@ -241,7 +278,7 @@ def from_anthropic(
     out: list[Message] = []
     if system is not None:
         out.append(_read_system(system))
-    for i, turn in enumerate(as_items(list(messages), "messages")):
+    for i, turn in enumerate(as_items(as_list(messages, "messages"), "messages")):
         out.extend(_read_turn(turn, f"messages[{i}]"))
     return out
 
@@ -249,7 +286,7 @@ def from_anthropic(
 def _read_system(system: str | Iterable[Any]) -> Message:
     if isinstance(system, str):
         return message("system", [TextPart(system)])
-    blocks = as_items(list(system), "system")
+    blocks = as_items(as_list(system, "system"), "system")
     parts = [_read_block(b, f"system[{k}]") for k, b in enumerate(blocks)]
     plain = len(blocks) == 1 and blocks[0].keys() == {"type", "text"}
     return message("system", parts, with_own({"content": "list"} if plain else {}, NS))
@@ -346,6 +383,10 @@ def _read_file(block: dict[str, JSON], where: str) -> FilePart | None:
     if kind == "base64" and isinstance(source["media_type"], str):
         return FilePart(source["media_type"], data=source["data"], filename=title, extra=extra)
     if kind == "text" and source["media_type"] == "text/plain":
-        data = base64.b64encode(source["data"].encode("utf-8")).decode("ascii")
+        try:
+            encoded = source["data"].encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: kept as the raw block it is
+            return None
+        data = base64.b64encode(encoded).decode("ascii")
         return FilePart("text/plain", data=data, filename=title, extra=extra)
     return None

@@ -24,6 +24,7 @@ from sessionary.formats._shared import (
     Conversion,
     Losses,
     as_items,
+    as_list,
     call_names,
     check_messages,
     message,
@@ -175,7 +176,7 @@ def from_events(events: Iterable[Mapping[str, JSON] | Any]) -> list[Message]:
     """
     names: dict[str, str] = {}
     out: list[Message] = []
-    for i, raw in enumerate(as_items(list(events), "events")):
+    for i, raw in enumerate(as_items(as_list(events, "events"), "events")):
         event = _from_row(raw, f"events[{i}]") if "session_id" in raw else raw
         msg = _read(event, names, f"events[{i}]")
         names.update({c.id: c.name for c in msg.tool_calls})

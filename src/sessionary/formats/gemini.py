@@ -26,11 +26,14 @@ from sessionary.formats._shared import (
     Losses,
     as_dict,
     as_items,
+    as_list,
     call_names,
     check_messages,
+    foreign_signer,
     message,
     need,
     own,
+    paired,
     pick,
     raw_block,
     raw_of,
@@ -79,9 +82,9 @@ def to_gemini(messages: Iterable[Message], *, strict: bool = False) -> Conversio
         InvalidMessage: If a message is malformed.
         LossyConversion: If `strict` and something cannot be carried.
     """
-    checked = check_messages(messages)
-    names = call_names(checked)
     losses = Losses(TARGET)
+    checked = paired(check_messages(messages), losses)
+    names = call_names(checked)
     system: dict[str, JSON] | None = None
     contents: list[dict[str, JSON]] = []
     previous = ""
@@ -89,7 +92,14 @@ def to_gemini(messages: Iterable[Message], *, strict: bool = False) -> Conversio
         where = f"messages[{i}]"
         losses.envelope(msg, NS, where)
         parts = [_part(p, names, f"{where}.parts[{j}]", losses) for j, p in enumerate(msg.parts)]
-        kept = [p for p in parts if p is not None]
+        # A bare empty text is refused; one carrying a thought signature is not.
+        kept = [p for p in parts if p is not None and p != {"text": ""}]
+        if len(kept) < len([p for p in parts if p is not None]):
+            losses.add(where, f"{TARGET} refuses empty text parts")
+        if not kept and msg.role != "system":
+            if not msg.parts:
+                losses.add(where, f"{TARGET} refuses a content without parts")
+            continue
         if msg.role == "system":
             if contents:
                 losses.add(where, "a system message after the first turn moves to the instruction")
@@ -119,7 +129,10 @@ def _part(
         return {**fields, "text": part.text}
     if isinstance(part, ReasoningPart):
         wire = {**fields, "text": part.text, "thought": True}
-        if part.signature is not None:
+        signer = foreign_signer(part, NS)
+        if signer is not None:
+            losses.add(f"{where}.signature", f"{TARGET} refuses reasoning signed by {signer}")
+        elif part.signature is not None:
             wire["thought_signature"] = part.signature
         return wire
     if isinstance(part, ToolCallPart):
@@ -188,7 +201,7 @@ def from_gemini(
     reader = _Reader()
     if system_instruction is not None:
         reader.out.append(_read_system(system_instruction))
-    for i, content in enumerate(as_items(list(contents), "contents")):
+    for i, content in enumerate(as_items(as_list(contents, "contents"), "contents")):
         check_json(content, f"contents[{i}]", InvalidMessage)  # `_snake` recurses
         reader.read(_snake(content), f"contents[{i}]")
     return reader.out

@@ -22,6 +22,7 @@ from sessionary.formats._shared import (
     Losses,
     as_dict,
     as_items,
+    as_list,
     call_names,
     check_messages,
     data_url,
@@ -32,6 +33,7 @@ from sessionary.formats._shared import (
     need,
     output_text,
     own,
+    paired,
     parse_data_url,
     pick,
     raw_block,
@@ -77,18 +79,28 @@ def to_openai_chat(
         InvalidMessage: If a message is malformed.
         LossyConversion: If `strict` and something cannot be carried.
     """
-    checked = check_messages(messages)
-    names = call_names(checked)
     losses = Losses(TARGET)
+    checked = paired(check_messages(messages), losses)
+    names = call_names(checked)
     out: list[dict[str, JSON]] = []
     for i, msg in enumerate(checked):
         where = f"messages[{i}]"
         losses.envelope(msg, NS, where)
         if msg.role == "tool":
             out.extend(_tool_messages(msg, names, where, losses))
-        else:
-            out.append(_message(msg, where, losses))
+            continue
+        reported = len(losses.items)
+        wire = _message(msg, where, losses)
+        if msg.role == "assistant" and not any(wire.get(key) for key in _SAYS_SOMETHING):
+            # OpenAI refuses an assistant message with neither content nor tool calls.
+            if len(losses.items) == reported:
+                losses.add(where, f"{TARGET} refuses an assistant message without content")
+            continue
+        out.append(wire)
     return losses.finish(out, strict)
+
+
+_SAYS_SOMETHING = ("content", "tool_calls", "refusal", "audio", "function_call")
 
 
 def _message(msg: Message, where: str, losses: Losses) -> dict[str, JSON]:
@@ -249,7 +261,7 @@ def from_openai_chat(items: Iterable[Mapping[str, JSON] | Any]) -> list[Message]
     Raises:
         InvalidMessage: If a wire message is malformed; the text says where.
     """
-    wire = as_items(list(items), "items")
+    wire = as_items(as_list(items, "items"), "items")
     return [_read(item, f"items[{i}]") for i, item in enumerate(wire)]
 
 
@@ -268,7 +280,7 @@ def _read(item: dict[str, JSON], where: str) -> Message:
     if role == "developer":
         mine["role"] = "developer"
     parts = _read_content(item, mine, where)
-    for j, call in enumerate(item.get("tool_calls") or ()):
+    for j, call in enumerate(as_list(item.get("tool_calls") or (), f"{where}.tool_calls")):
         parts.append(_read_call(as_dict(call, f"{where}.tool_calls[{j}]"), where))
     ours = "system" if role == "developer" else role
     return message(ours, parts, with_own(mine, NS))

@@ -23,6 +23,7 @@ from sessionary.formats._shared import (
     Conversion,
     Losses,
     as_items,
+    as_list,
     call_names,
     check_messages,
     data_url,
@@ -33,6 +34,7 @@ from sessionary.formats._shared import (
     need,
     output_text,
     own,
+    paired,
     parse_data_url,
     pick,
     raw_block,
@@ -77,9 +79,9 @@ def to_openai_responses(
         InvalidMessage: If a message is malformed.
         LossyConversion: If `strict` and something cannot be carried.
     """
-    checked = check_messages(messages)
-    names = call_names(checked)
     losses = Losses(TARGET)
+    checked = paired(check_messages(messages), losses)
+    names = call_names(checked)
     out: list[dict[str, JSON]] = []
     for i, msg in enumerate(checked):
         where = f"messages[{i}]"
@@ -259,7 +261,7 @@ def from_openai_responses(items: Iterable[Mapping[str, JSON] | Any]) -> list[Mes
         InvalidMessage: If an item is malformed; the text says where.
     """
     reader = _Reader()
-    for i, item in enumerate(as_items(list(items), "items")):
+    for i, item in enumerate(as_items(as_list(items, "items"), "items")):
         reader.read(item, f"items[{i}]")
     reader.flush()
     return reader.out

@@ -29,6 +29,7 @@ from sessionary.formats._shared import (
     Losses,
     as_dict,
     as_items,
+    as_list,
     call_names,
     check_messages,
     decode_arguments,
@@ -37,6 +38,7 @@ from sessionary.formats._shared import (
     need,
     output_text,
     own,
+    paired,
     pick,
     result_name,
     with_own,
@@ -77,9 +79,9 @@ def to_workers_ai(
         LossyConversion: If `strict` and something cannot be carried.
     """
     instructions = _instructions(system)
-    checked = check_messages(messages)
-    names = call_names(checked)
     losses = Losses(TARGET)
+    checked = paired(check_messages(messages), losses)
+    names = call_names(checked)
     out: list[dict[str, JSON]] = []
     if instructions:
         out.append({"role": "system", "content": instructions})
@@ -163,7 +165,7 @@ def from_workers_ai(value: Mapping[str, JSON] | Iterable[Mapping[str, JSON]]) ->
     Raises:
         InvalidMessage: If a message is malformed; the text says where.
     """
-    items = value.get("messages") if isinstance(value, Mapping) else list(value)
+    items = value.get("messages") if isinstance(value, Mapping) else as_list(value, "messages")
     wire = as_items(items, "messages")
     open_calls: list[ToolCallPart] = []
     out: list[Message] = []
@@ -193,7 +195,7 @@ def _content(item: Mapping[str, JSON], where: str) -> str:
 def _read_message(item: dict[str, JSON], role: str, where: str) -> Message:
     text = _content(item, where)
     parts: list[Part] = [TextPart(text)] if text else []
-    for j, call in enumerate(item.get("tool_calls") or ()):
+    for j, call in enumerate(as_list(item.get("tool_calls") or (), f"{where}.tool_calls")):
         parts.append(
             _read_call(as_dict(call, f"{where}.tool_calls[{j}]"), f"{where}.tool_calls[{j}]")
         )
@@ -259,7 +261,7 @@ def from_workers_ai_response(response: Mapping[str, JSON]) -> Message:
     if text is not None and not isinstance(text, str):
         raise InvalidMessage("response.response: must be a string")
     parts: list[Part] = [TextPart(text)] if text else []
-    for j, call in enumerate(data.get("tool_calls") or ()):
+    for j, call in enumerate(as_list(data.get("tool_calls") or (), "response.tool_calls")):
         at = f"response.tool_calls[{j}]"
         parts.append(_read_call(as_dict(call, at), at))
     if not parts:

@@ -185,3 +185,36 @@ def test_state_is_saved_on_sigterm_and_at_exit(script: str, mode: str, tmp_path:
         state = manager.session("s1").agent_state().load()
     assert state.tasks == [{"id": "done-before-sigterm"}]
     assert state.version == 1
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        AgentState(history_leaf=5),  # type: ignore[arg-type]
+        AgentState(tool_groups=[1]),  # type: ignore[list-item]
+        AgentState(plan=[1]),  # type: ignore[arg-type]
+        AgentState(tasks={"a": 1}),  # type: ignore[arg-type]
+        AgentState(tasks=(1, 2)),  # type: ignore[arg-type]
+        AgentState(sections=None),  # type: ignore[arg-type]
+    ],
+)
+def test_a_state_no_process_could_load_is_not_saved(
+    manager: sessionary.SessionManager, state: AgentState
+) -> None:
+    """Saving it used to succeed, and every later load (and resume) raised InvalidInput."""
+    keeper = manager.create(id="s1").agent_state()
+    keeper.load()
+    with pytest.raises(InvalidInput, match="agent state field"):
+        keeper.save(state)
+    assert manager.session("s1").agent_state().load() == AgentState()
+    assert keeper.history() == []
+
+
+@pytest.mark.parametrize("state", [None, {"summary": "x"}, "{}"])
+def test_saving_something_other_than_a_state_is_a_typed_error(
+    manager: sessionary.SessionManager, state: object
+) -> None:
+    keeper = manager.create(id="s1").agent_state()
+    with pytest.raises(InvalidInput, match="expected an AgentState"):
+        keeper.save(state)  # type: ignore[arg-type]
+    assert keeper.history() == []

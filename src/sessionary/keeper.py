@@ -17,6 +17,7 @@ from collections.abc import Callable
 from copy import deepcopy
 
 from sessionary.agent_state import NAMESPACE, AgentState
+from sessionary.errors import InvalidInput
 from sessionary.ids import check_id
 from sessionary.records import Scope
 from sessionary.stores.base import AsyncStore
@@ -64,8 +65,10 @@ class AsyncAgentStateKeeper:
 
         Raises:
             VersionConflict: If another writer saved since `state` was loaded.
-            InvalidInput: If the state is not JSON.
+            InvalidInput: If `state` is not an `AgentState`, or not JSON.
         """
+        if not isinstance(state, AgentState):
+            raise InvalidInput(f"expected an AgentState, not {type(state).__name__}")
         saved = self._saved
         if saved is not None and saved.version == state.version and saved.same_content(state):
             return state

@@ -20,6 +20,7 @@ from copy import deepcopy
 
 from sessionary._sync.stores.base import Store
 from sessionary.agent_state import NAMESPACE, AgentState
+from sessionary.errors import InvalidInput
 from sessionary.ids import check_id
 from sessionary.records import Scope
 
@@ -66,8 +67,10 @@ class AgentStateKeeper:
 
         Raises:
             VersionConflict: If another writer saved since `state` was loaded.
-            InvalidInput: If the state is not JSON.
+            InvalidInput: If `state` is not an `AgentState`, or not JSON.
         """
+        if not isinstance(state, AgentState):
+            raise InvalidInput(f"expected an AgentState, not {type(state).__name__}")
         saved = self._saved
         if saved is not None and saved.version == state.version and saved.same_content(state):
             return state

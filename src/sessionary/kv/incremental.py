@@ -50,12 +50,13 @@ server. Anything else (a new, expired or old-layout session) takes the path abov
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sessionary.errors import AlreadyExists, InvalidInput
+from sessionary.errors import AlreadyExists, InvalidInput, PayloadTooLarge
 from sessionary.ids import check_id
 from sessionary.kv._backoff import AsyncBackoff
 from sessionary.kv._chunks import (
@@ -89,7 +90,7 @@ from sessionary.kv._layout import (
 from sessionary.kv.base import AsyncKVDriver
 from sessionary.model import Message
 from sessionary.records import check_patch, merge_patch
-from sessionary.stores._common import check_limit
+from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES, check_limit, check_text
 
 __all__ = ["AsyncIncrementalSessionManager"]
 
@@ -157,7 +158,7 @@ class AsyncIncrementalSessionManager:
 
         Raises:
             InvalidInput: If a setting is not a positive number (`snapshot_frequency`
-                a positive integer).
+                a positive integer, `ttl` finite).
         """
         if snapshot_frequency is None:
             raise InvalidInput("snapshot_frequency must be a positive integer, got None")
@@ -165,8 +166,8 @@ class AsyncIncrementalSessionManager:
         check_limit(max_messages, "max_messages")
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):
             raise InvalidInput(f"ttl must be a number of seconds, got {ttl!r}")
-        if ttl is not None and not ttl > 0:
-            raise InvalidInput(f"ttl must be positive, got {ttl!r}")
+        if ttl is not None and not (ttl > 0 and math.isfinite(ttl)):
+            raise InvalidInput(f"ttl must be a positive, finite number, got {ttl!r}")
         self.driver = driver
         self.snapshot_frequency = snapshot_frequency
         self.max_messages = max_messages
@@ -543,6 +544,8 @@ class AsyncIncrementalSessionManager:
         Raises:
             InvalidId: If the session id is not a valid id.
             InvalidPatch: If the patch is not a JSON object.
+            PayloadTooLarge: If the merged state would be over the size limit of a
+                message (every append rewrites the entry holding it); nothing changes.
         """
         keys = SessionKeys(check_id(session_id, "session id"))
         patch = check_patch(patch)
@@ -551,7 +554,7 @@ class AsyncIncrementalSessionManager:
             current, meta, writes = await self._read_meta(keys)
             meta = meta or Meta.new(None)
             new = meta.touched(self.ttl, state=merge_patch(meta.state, patch))
-            writes[keys.meta] = new.encode()
+            writes[keys.meta] = _checked_state(new.encode(), session_id)
             if await self.driver.commit({keys.meta: current}, writes):
                 self._remember(keys, writes[keys.meta], new)
                 return new.state
@@ -705,6 +708,20 @@ class AsyncIncrementalSessionManager:
             if await self.driver.commit({keys.meta: current}, writes):
                 return
             await backoff.wait()
+
+
+def _checked_state(meta_text: str, session_id: str) -> str:
+    """`meta_text`, if its size keeps to the limit of a message.
+
+    Raises:
+        PayloadTooLarge: If it does not.
+    """
+    if check_text(meta_text, f"the state of session {session_id!r}") > DEFAULT_MAX_MESSAGE_BYTES:
+        raise PayloadTooLarge(
+            f"the state of session {session_id!r} would be over the limit of "
+            f"{DEFAULT_MAX_MESSAGE_BYTES} bytes"
+        )
+    return meta_text
 
 
 def _owner(meta_text: str) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import signal
 import subprocess
@@ -218,3 +220,51 @@ def test_saving_something_other_than_a_state_is_a_typed_error(
     with pytest.raises(InvalidInput, match="expected an AgentState"):
         keeper.save(state)  # type: ignore[arg-type]
     assert keeper.history() == []
+
+
+async def test_a_cancelled_save_the_store_took_is_the_keepers_own(
+    amanager: sessionary.AsyncSessionManager,
+) -> None:
+    """The next save went over it; it used to raise VersionConflict over its own write."""
+    session = await amanager.create(id="s1")
+    keeper = session.agent_state()
+    state = await keeper.load()
+    for n in range(40):  # cancelled after 0, 1, 2, ... turns of the event loop
+        state.summary = f"v{n}"
+        task = asyncio.ensure_future(keeper.save(state))
+        for _ in range(n):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        state.tasks = [n]
+        await keeper.save(state)
+        again = await amanager.session("s1").agent_state().load()
+        assert again.same_content(state) and again.version == state.version, n
+
+
+async def test_a_save_over_cancelled_ones_another_writer_saved_over_conflicts(
+    amanager: sessionary.AsyncSessionManager,
+) -> None:
+    session = await amanager.create(id="s1")
+    mine = session.agent_state()
+    state = await mine.load()
+    for n in range(40):
+        state.summary = f"v{n}"
+        task = asyncio.ensure_future(mine.save(state))
+        for _ in range(n):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    while True:  # a save of mine the store takes late makes theirs try again
+        theirs = session.agent_state()
+        their_state = await theirs.load()
+        their_state.summary = "theirs"
+        with contextlib.suppress(VersionConflict):
+            await theirs.save(their_state)
+            break
+    state.tasks = ["mine"]
+    with pytest.raises(VersionConflict):
+        await mine.save(state)
+    assert (await session.agent_state().load()).summary == "theirs"

@@ -189,6 +189,48 @@ def test_state_is_saved_on_sigterm_and_at_exit(script: str, mode: str, tmp_path:
     assert state.version == 1
 
 
+_LOCKED_AGENT = """
+import os, signal, sys, time
+import psycopg
+import sessionary
+from sessionary.shutdown import save_on_exit
+url, raw, schema = sys.argv[1:4]
+manager = sessionary.SessionManager(url)
+keeper = manager.get_or_create("s1").agent_state()
+state = keeper.load()
+save_on_exit(keeper, lambda: state)
+state.tasks.append({"id": "done-before-sigterm"})
+# SIGTERM comes while the main thread is in a transaction holding a lock the save needs
+# (as when it lands in the middle of a save or an append).
+with psycopg.connect(raw) as conn, conn.transaction():
+    conn.execute(f'LOCK TABLE "{schema}".documents IN ACCESS EXCLUSIVE MODE')
+    print("ready", flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.postgres
+def test_sigterm_in_the_middle_of_a_transaction_still_saves_and_ends(postgres_url: str) -> None:
+    """The handler saved in place, and waited forever for the lock it interrupted."""
+    from conftest import POSTGRES_URL
+
+    sessionary.SessionManager(postgres_url).close()  # the schema exists
+    schema = postgres_url.rpartition("schema=")[2]
+    args = [sys.executable, "-c", textwrap.dedent(_LOCKED_AGENT), postgres_url, POSTGRES_URL]
+    with subprocess.Popen([*args, schema], stdout=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "ready"
+        try:
+            status = process.wait(timeout=60)
+        finally:
+            process.kill()
+    assert status == -signal.SIGTERM
+    with sessionary.SessionManager(postgres_url) as manager:
+        state = manager.session("s1").agent_state().load()
+    assert state.tasks == [{"id": "done-before-sigterm"}]
+
+
 @pytest.mark.parametrize(
     "state",
     [

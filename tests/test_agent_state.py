@@ -213,11 +213,10 @@ with psycopg.connect(raw) as conn, conn.transaction():
 @pytest.mark.postgres
 def test_sigterm_in_the_middle_of_a_transaction_still_saves_and_ends(postgres_url: str) -> None:
     """The handler saved in place, and waited forever for the lock it interrupted."""
-    from conftest import POSTGRES_URL
-
     sessionary.SessionManager(postgres_url).close()  # the schema exists
-    schema = postgres_url.rpartition("schema=")[2]
-    args = [sys.executable, "-c", textwrap.dedent(_LOCKED_AGENT), postgres_url, POSTGRES_URL]
+    server, _, schema = postgres_url.rpartition("schema=")
+    raw = server[:-1]  # without the '?' or '&' before the schema option
+    args = [sys.executable, "-c", textwrap.dedent(_LOCKED_AGENT), postgres_url, raw]
     with subprocess.Popen([*args, schema], stdout=subprocess.PIPE, text=True) as process:
         assert process.stdout is not None
         assert process.stdout.readline().strip() == "ready"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import signal
 import subprocess
@@ -185,3 +187,125 @@ def test_state_is_saved_on_sigterm_and_at_exit(script: str, mode: str, tmp_path:
         state = manager.session("s1").agent_state().load()
     assert state.tasks == [{"id": "done-before-sigterm"}]
     assert state.version == 1
+
+
+_LOCKED_AGENT = """
+import os, signal, sys, time
+import psycopg
+import sessionary
+from sessionary.shutdown import save_on_exit
+url, raw, schema = sys.argv[1:4]
+manager = sessionary.SessionManager(url)
+keeper = manager.get_or_create("s1").agent_state()
+state = keeper.load()
+save_on_exit(keeper, lambda: state)
+state.tasks.append({"id": "done-before-sigterm"})
+# SIGTERM comes while the main thread is in a transaction holding a lock the save needs
+# (as when it lands in the middle of a save or an append).
+with psycopg.connect(raw) as conn, conn.transaction():
+    conn.execute(f'LOCK TABLE "{schema}".documents IN ACCESS EXCLUSIVE MODE')
+    print("ready", flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.postgres
+def test_sigterm_in_the_middle_of_a_transaction_still_saves_and_ends(postgres_url: str) -> None:
+    """The handler saved in place, and waited forever for the lock it interrupted."""
+    sessionary.SessionManager(postgres_url).close()  # the schema exists
+    server, _, schema = postgres_url.rpartition("schema=")
+    raw = server[:-1]  # without the '?' or '&' before the schema option
+    args = [sys.executable, "-c", textwrap.dedent(_LOCKED_AGENT), postgres_url, raw]
+    with subprocess.Popen([*args, schema], stdout=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "ready"
+        try:
+            status = process.wait(timeout=60)
+        finally:
+            process.kill()
+    assert status == -signal.SIGTERM
+    with sessionary.SessionManager(postgres_url) as manager:
+        state = manager.session("s1").agent_state().load()
+    assert state.tasks == [{"id": "done-before-sigterm"}]
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        AgentState(history_leaf=5),  # type: ignore[arg-type]
+        AgentState(tool_groups=[1]),  # type: ignore[list-item]
+        AgentState(plan=[1]),  # type: ignore[arg-type]
+        AgentState(tasks={"a": 1}),  # type: ignore[arg-type]
+        AgentState(tasks=(1, 2)),  # type: ignore[arg-type]
+        AgentState(sections=None),  # type: ignore[arg-type]
+    ],
+)
+def test_a_state_no_process_could_load_is_not_saved(
+    manager: sessionary.SessionManager, state: AgentState
+) -> None:
+    """Saving it used to succeed, and every later load (and resume) raised InvalidInput."""
+    keeper = manager.create(id="s1").agent_state()
+    keeper.load()
+    with pytest.raises(InvalidInput, match="agent state field"):
+        keeper.save(state)
+    assert manager.session("s1").agent_state().load() == AgentState()
+    assert keeper.history() == []
+
+
+@pytest.mark.parametrize("state", [None, {"summary": "x"}, "{}"])
+def test_saving_something_other_than_a_state_is_a_typed_error(
+    manager: sessionary.SessionManager, state: object
+) -> None:
+    keeper = manager.create(id="s1").agent_state()
+    with pytest.raises(InvalidInput, match="expected an AgentState"):
+        keeper.save(state)  # type: ignore[arg-type]
+    assert keeper.history() == []
+
+
+async def test_a_cancelled_save_the_store_took_is_the_keepers_own(
+    amanager: sessionary.AsyncSessionManager,
+) -> None:
+    """The next save went over it; it used to raise VersionConflict over its own write."""
+    session = await amanager.create(id="s1")
+    keeper = session.agent_state()
+    state = await keeper.load()
+    for n in range(40):  # cancelled after 0, 1, 2, ... turns of the event loop
+        state.summary = f"v{n}"
+        task = asyncio.ensure_future(keeper.save(state))
+        for _ in range(n):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        state.tasks = [n]
+        await keeper.save(state)
+        again = await amanager.session("s1").agent_state().load()
+        assert again.same_content(state) and again.version == state.version, n
+
+
+async def test_a_save_over_cancelled_ones_another_writer_saved_over_conflicts(
+    amanager: sessionary.AsyncSessionManager,
+) -> None:
+    session = await amanager.create(id="s1")
+    mine = session.agent_state()
+    state = await mine.load()
+    for n in range(40):
+        state.summary = f"v{n}"
+        task = asyncio.ensure_future(mine.save(state))
+        for _ in range(n):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    while True:  # a save of mine the store takes late makes theirs try again
+        theirs = session.agent_state()
+        their_state = await theirs.load()
+        their_state.summary = "theirs"
+        with contextlib.suppress(VersionConflict):
+            await theirs.save(their_state)
+            break
+    state.tasks = ["mine"]
+    with pytest.raises(VersionConflict):
+        await mine.save(state)
+    assert (await session.agent_state().load()).summary == "theirs"

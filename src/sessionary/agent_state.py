@@ -59,10 +59,13 @@ class AgentState:
         """Return the state as a JSON string.
 
         Raises:
-            InvalidInput: If a section holds a value JSON cannot represent, a key that is
-                not a string, or nests deeper than `MAX_JSON_DEPTH`.
+            InvalidInput: If a field has the wrong type (what `from_dict` would refuse:
+                saving it would leave a state no process can load), or a section holds a
+                value JSON cannot represent, a key that is not a string, or nests deeper
+                than `MAX_JSON_DEPTH`.
         """
         data = self.to_dict()
+        _check_fields(data)
         check_json(data, "agent state")
         try:
             return json.dumps(data, ensure_ascii=False, allow_nan=False)
@@ -83,14 +86,8 @@ class AgentState:
             raise InvalidInput(f"agent state has unknown fields: {sorted(unknown)}")
         if data.get("format", _FORMAT) != _FORMAT:
             raise InvalidInput(f"agent state format {data.get('format')!r} is not supported")
-        values: dict[str, Any] = {}
-        for name, kind in _KINDS.items():
-            if name in data:
-                if not isinstance(data[name], kind):
-                    raise InvalidInput(f"agent state field {name!r} has the wrong type")
-                values[name] = data[name]
-        if not all(isinstance(group, str) for group in values.get("tool_groups", [])):
-            raise InvalidInput("agent state field 'tool_groups' must hold strings")
+        values = {name: data[name] for name in _KINDS if name in data}
+        _check_fields(values)
         return cls(**values, version=version)
 
     @classmethod
@@ -109,3 +106,16 @@ class AgentState:
     def same_content(self, other: AgentState) -> bool:
         """Return whether two states hold the same data, whatever their versions."""
         return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self)[:-1])
+
+
+def _check_fields(values: dict[str, Any]) -> None:
+    """Refuse a field of the wrong type (`values` maps field names to their values).
+
+    Raises:
+        InvalidInput: If a field has the wrong type, or `tool_groups` holds a non-string.
+    """
+    for name, kind in _KINDS.items():
+        if name in values and not isinstance(values[name], kind):
+            raise InvalidInput(f"agent state field {name!r} has the wrong type")
+    if not all(isinstance(group, str) for group in values.get("tool_groups", [])):
+        raise InvalidInput("agent state field 'tool_groups' must hold strings")

@@ -35,6 +35,11 @@ def _die_by_sigterm() -> None:
 def save_on_exit(keeper: AgentStateKeeper, current: Current) -> Callable[[], None]:
     """Save `current()` through `keeper` at interpreter exit and on SIGTERM.
 
+    On SIGTERM the main thread is interrupted by `SystemExit` (as Ctrl-C interrupts it
+    by `KeyboardInterrupt`), so that a store call under way there unwinds and gives back
+    its locks; the state is saved as the interpreter exits, and the process then ends
+    by SIGTERM. (Saving from inside the signal handler waited forever for a lock the
+    interrupted call held.) A second SIGTERM, or one during the save, ends it at once.
     A failed save is logged, never raised: the process is ending either way. The SIGTERM
     handler can only be installed from the main thread; elsewhere only the exit hook is.
 
@@ -46,19 +51,23 @@ def save_on_exit(keeper: AgentStateKeeper, current: Current) -> Callable[[], Non
         A function that removes both hooks again.
     """
     done = threading.Event()
+    terminated = threading.Event()
 
     def save() -> None:
-        if done.is_set():
-            return
-        done.set()
-        try:
-            keeper.save_latest(current)
-        except Exception:
-            _log.exception("sessionary: could not save the agent state at exit")
+        if not done.is_set():
+            done.set()
+            try:
+                keeper.save_latest(current)
+            except Exception:
+                _log.exception("sessionary: could not save the agent state at exit")
+        if terminated.is_set():
+            _die_by_sigterm()
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        save()
-        _die_by_sigterm()
+        if done.is_set() or terminated.is_set():
+            _die_by_sigterm()
+        terminated.set()
+        raise SystemExit(128 + signal.SIGTERM)
 
     atexit.register(save)
     previous = None

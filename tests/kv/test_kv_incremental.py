@@ -9,8 +9,16 @@ from typing import Any
 import pytest
 
 from sessionary import Message, ToolCallPart
-from sessionary.errors import AlreadyExists, InvalidId, InvalidInput, InvalidMessage, InvalidPatch
+from sessionary.errors import (
+    AlreadyExists,
+    InvalidId,
+    InvalidInput,
+    InvalidMessage,
+    InvalidPatch,
+    PayloadTooLarge,
+)
 from sessionary.kv import AsyncIncrementalSessionManager, IncrementalSessionManager
+from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES
 
 
 def users(*names: str) -> list[Message]:
@@ -122,6 +130,24 @@ def test_state_merges_and_reads_back(driver: Any) -> None:
         manager.update_state("s", ["not", "an", "object"])  # type: ignore[arg-type]
 
 
+def test_a_state_over_the_size_limit_is_refused_and_changes_nothing(driver: Any) -> None:
+    """The state lives in the meta entry, which every append rewrites: it was unbounded."""
+    manager = IncrementalSessionManager(driver)
+    manager.update_state("s", {"small": 1})
+    manager.append_message("s", Message.user("a"))
+    before = driver.list_prefix("")
+    half = "x" * (DEFAULT_MAX_MESSAGE_BYTES // 2)
+    with pytest.raises(PayloadTooLarge):
+        manager.update_state("s", {"big": half + half})
+    manager.update_state("s", {"big": half})
+    with pytest.raises(PayloadTooLarge):  # the merged state counts, not the patch
+        manager.update_state("s", {"more": half})
+    assert manager.get_state("s") == {"small": 1, "big": half}
+    manager.update_state("s", {"big": None})
+    assert manager.get_state("s") == {"small": 1}
+    assert [key for key, _ in driver.list_prefix("")] == [key for key, _ in before]
+
+
 def test_get_or_create_writes_meta_only_and_returns_everything(driver: Any) -> None:
     manager = IncrementalSessionManager(driver, snapshot_frequency=2)
     created = manager.get_or_create("s", "alice")
@@ -203,6 +229,7 @@ def test_bad_ids_and_settings_are_refused(driver: Any) -> None:
         {"snapshot_frequency": 2.5},
         {"max_messages": -1},
         {"ttl": 0},
+        {"ttl": float("inf")},  # accepted before, and every write raised ValueError
     )
     for settings in bad:
         with pytest.raises(InvalidInput):

@@ -6,12 +6,14 @@ import dataclasses
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionary import Message
+from sessionary.errors import InvalidMessage
 from sessionary.kv import IncrementalSessionManager, MemoryDriver
-from sessionary.kv._layout import Meta, message_json
+from sessionary.kv._layout import Meta, encode_messages, message_json
 from sessionary.model import TextPart
 
 ids = st.sampled_from([f"m{i}" for i in range(30)])
@@ -111,3 +113,26 @@ def test_a_meta_entry_is_written_as_its_fields(meta: Meta) -> None:
         meta.count + 2,
         meta.version + 1,
     )
+
+
+class _CountedId(str):
+    """A message id that counts how often it is compared."""
+
+    __slots__ = ()
+    comparisons = 0
+
+    def __eq__(self, other: object) -> bool:
+        _CountedId.comparisons += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_a_batch_is_checked_for_repeated_ids_in_linear_time() -> None:
+    # Each message was compared with every one before it: 20,000 messages took 23 s.
+    batch = [Message.user("x", id=_CountedId(f"m{n}")) for n in range(2000)]
+    _CountedId.comparisons = 0
+    assert len(encode_messages(batch)) == 2000
+    assert _CountedId.comparisons < 4 * len(batch)
+    with pytest.raises(InvalidMessage, match="appears twice"):
+        encode_messages([*batch, Message.user("y", id="m7")])

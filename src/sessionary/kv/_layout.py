@@ -397,10 +397,12 @@ def encode_messages(
     if isinstance(messages, Message | str | bytes) or not isinstance(messages, Sequence):
         raise InvalidMessage("expected a sequence of messages")
     encoded: list[Encoded] = []
+    ids: set[str] = set()  # not a scan of `encoded`: that made a batch quadratic
     for message in messages:
         check_message(message)
-        if any(e.id == message.id for e in encoded):
+        if message.id in ids:
             raise InvalidMessage(f"message id {message.id!r} appears twice in one append")
+        ids.add(message.id)
         try:
             text = message_json(message)
         except (TypeError, ValueError) as exc:

@@ -50,12 +50,13 @@ server. Anything else (a new, expired or old-layout session) takes the path abov
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sessionary.errors import AlreadyExists, InvalidInput
+from sessionary.errors import AlreadyExists, InvalidInput, PayloadTooLarge
 from sessionary.ids import check_id
 from sessionary.kv._backoff import AsyncBackoff
 from sessionary.kv._chunks import (
@@ -89,7 +90,7 @@ from sessionary.kv._layout import (
 from sessionary.kv.base import AsyncKVDriver
 from sessionary.model import Message
 from sessionary.records import check_patch, merge_patch
-from sessionary.stores._common import check_limit
+from sessionary.stores._common import DEFAULT_MAX_MESSAGE_BYTES, check_limit, check_text
 
 __all__ = ["AsyncIncrementalSessionManager"]
 
@@ -97,36 +98,32 @@ _KNOWN = 1024  # sessions whose meta entry a manager remembers
 _LOOSE_BYTES = 32 * 1024  # loose entries a manager remembers per session, at most
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Known:
-    """What a manager remembers of a session: its meta entry, and maybe its loose entries."""
+    """What a manager remembers of a session: its meta entry, and maybe its loose entries.
+
+    Never changed, only replaced (one store into the manager's dict): a thread reading it
+    while another thread's commit replaces it sees one write's meta entry and loose
+    entries together. (Replaced field by field, a reader could take a new meta entry with
+    the old loose entries, and roll up without an entry another thread had appended.)
+    """
 
     text: str
     meta: Meta
     loose: list[tuple[str, str]] | None  # every loose entry, oldest first; None: unknown
     size: int = 0  # the characters of the loose entries
 
-    def seen(self) -> tuple[str, Meta] | None:
-        """The meta entry as text and decoded, if they belong to one write.
+    def wrote(self, text: str, meta: Meta, fresh: list[tuple[str, str]] | None) -> _Known:
+        """What a commit made of this: its meta entry, and its new loose entries added.
 
-        `wrote` replaces the two one after the other, and another thread may be reading
-        between; every write gives the entry a new version, which the text spells first.
+        `fresh` None means the commit rolled every loose entry up.
         """
-        text, meta = self.text, self.meta
-        if not text.startswith(f'{{"layout":{CHUNKED},"version":{meta.version},'):
-            return None
-        return text, meta
-
-    def wrote(self, text: str, meta: Meta, fresh: list[tuple[str, str]] | None) -> None:
-        """Learn a commit's meta entry and its new loose entries (None: a roll-up)."""
-        self.text, self.meta = text, meta
         if fresh is None:
-            self.loose, self.size = [], 0
-        elif self.loose is not None:
-            self.loose += fresh
-            self.size += sum(len(entry) for _, entry in fresh)
-            if self.size > _LOOSE_BYTES:
-                self.loose = None
+            return _Known(text, meta, [])
+        size = self.size + sum(len(entry) for _, entry in fresh)
+        if self.loose is None or size > _LOOSE_BYTES:
+            return _Known(text, meta, None)
+        return _Known(text, meta, [*self.loose, *fresh], size)
 
 
 class AsyncIncrementalSessionManager:
@@ -157,7 +154,7 @@ class AsyncIncrementalSessionManager:
 
         Raises:
             InvalidInput: If a setting is not a positive number (`snapshot_frequency`
-                a positive integer).
+                a positive integer, `ttl` finite).
         """
         if snapshot_frequency is None:
             raise InvalidInput("snapshot_frequency must be a positive integer, got None")
@@ -165,8 +162,8 @@ class AsyncIncrementalSessionManager:
         check_limit(max_messages, "max_messages")
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):
             raise InvalidInput(f"ttl must be a number of seconds, got {ttl!r}")
-        if ttl is not None and not ttl > 0:
-            raise InvalidInput(f"ttl must be positive, got {ttl!r}")
+        if ttl is not None and not (ttl > 0 and math.isfinite(ttl)):
+            raise InvalidInput(f"ttl must be a positive, finite number, got {ttl!r}")
         self.driver = driver
         self.snapshot_frequency = snapshot_frequency
         self.max_messages = max_messages
@@ -189,10 +186,8 @@ class AsyncIncrementalSessionManager:
             return
         if len(self._known) >= _KNOWN:
             self._known.clear()
-        known = self._known[keys.session_id] = _Known(text, meta, None)
-        if loose is not None:
-            known.loose = []
-            known.wrote(text, meta, loose)
+        known = _Known(text, meta, None if loose is None else [])
+        self._known[keys.session_id] = known if loose is None else known.wrote(text, meta, loose)
 
     def _appended(
         self,
@@ -203,12 +198,15 @@ class AsyncIncrementalSessionManager:
         loose: list[tuple[str, str]] | None,
         fresh: list[tuple[str, str]] | None,
     ) -> None:
-        """Remember an append's commit; `loose` were the loose entries before it."""
+        """Remember an append's commit; `loose` were the loose entries before it.
+
+        `known` is what the commit was planned from (None: the meta entry was read).
+        """
         if known is None:
             self._remember(keys, text, meta, loose)
             known = self._known.get(keys.session_id)
         if known is not None:
-            known.wrote(text, meta, fresh)
+            self._known[keys.session_id] = known.wrote(text, meta, fresh)
 
     def _recalled(self, keys: SessionKeys) -> _Known | None:
         """What is remembered of a session, if its meta entry has not expired."""
@@ -469,10 +467,9 @@ class AsyncIncrementalSessionManager:
         """
         get_many = getattr(self.driver, "get_many", None)
         known = self._known.get(keys.session_id)
-        seen = None if known is None else known.seen()
-        if get_many is None or seen is None:
+        if get_many is None or known is None:
             return None
-        text, meta = seen
+        text, meta = known.text, known.meta
         loose = min(count, meta.since_snapshot)
         start = meta.next_seq - loose
         more = meta.since_snapshot > count
@@ -498,9 +495,8 @@ class AsyncIncrementalSessionManager:
         A driver with `get_many` then reads the session by it next time (`_read_guessed`).
         """
         known = self._known.get(keys.session_id)
-        seen = None if known is None else known.seen()
-        if seen is not None and seen[0] == text:
-            return None if seen[1].expired() else seen[1]
+        if known is not None and known.text == text:
+            return None if known.meta.expired() else known.meta
         meta = Meta.decode(text)
         if meta is not None and getattr(self.driver, "get_many", None) is not None:
             self._remember(keys, text, meta)
@@ -543,6 +539,8 @@ class AsyncIncrementalSessionManager:
         Raises:
             InvalidId: If the session id is not a valid id.
             InvalidPatch: If the patch is not a JSON object.
+            PayloadTooLarge: If the merged state would be over the size limit of a
+                message (every append rewrites the entry holding it); nothing changes.
         """
         keys = SessionKeys(check_id(session_id, "session id"))
         patch = check_patch(patch)
@@ -551,7 +549,7 @@ class AsyncIncrementalSessionManager:
             current, meta, writes = await self._read_meta(keys)
             meta = meta or Meta.new(None)
             new = meta.touched(self.ttl, state=merge_patch(meta.state, patch))
-            writes[keys.meta] = new.encode()
+            writes[keys.meta] = _checked_state(new.encode(), session_id)
             if await self.driver.commit({keys.meta: current}, writes):
                 self._remember(keys, writes[keys.meta], new)
                 return new.state
@@ -705,6 +703,20 @@ class AsyncIncrementalSessionManager:
             if await self.driver.commit({keys.meta: current}, writes):
                 return
             await backoff.wait()
+
+
+def _checked_state(meta_text: str, session_id: str) -> str:
+    """`meta_text`, if its size keeps to the limit of a message.
+
+    Raises:
+        PayloadTooLarge: If it does not.
+    """
+    if check_text(meta_text, f"the state of session {session_id!r}") > DEFAULT_MAX_MESSAGE_BYTES:
+        raise PayloadTooLarge(
+            f"the state of session {session_id!r} would be over the limit of "
+            f"{DEFAULT_MAX_MESSAGE_BYTES} bytes"
+        )
+    return meta_text
 
 
 def _owner(meta_text: str) -> str | None:

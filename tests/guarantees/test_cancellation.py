@@ -11,6 +11,11 @@ chain, counters and search agree, and the next append links to the head (see
 
 A sweep or an erasure cancelled part way keeps each session whole or deletes it whole,
 and the next run finishes the rest.
+
+A compare-and-set of the head (`checkout(expected_head=)`, a leaf's deletion, the OpenAI
+Agents session's `pop_item`) cut short moves the head wholly or not at all, and its
+effect is settled by the caller's next call on the session: that call sees it or never
+will (a call given up on in flight never lands after the next one).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _reliability import Tally, cancellation_run
@@ -142,3 +148,65 @@ async def test_a_cancelled_sweep_or_erase_leaves_each_session_whole_or_gone(
         assert await _whole_or_gone(bob, erased) == [], f"seed {seed}"
         assert [info.id for info in (await after.list()).items] == ["kept"], f"seed {seed}"
         assert [m.text for m in await after.history("kept")] == ["q kept", "a"]
+
+
+async def _cancelled(call: Awaitable[object], delay: float) -> bool:
+    """Run `call`, cancelling it after `delay` seconds; True if it was cut short."""
+    task = asyncio.ensure_future(call)
+    await asyncio.sleep(delay)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        return True
+    return False
+
+
+async def test_a_cancelled_compare_and_set_of_the_head_moves_it_wholly_or_not(
+    cancel_url: str,
+) -> None:
+    """`checkout(expected_head=)` and a leaf's deletion, cut at random moments."""
+    rng = random.Random(seed := random.randrange(1 << 32))
+    async with AsyncSessionManager(cancel_url) as manager:
+        session = await manager.create()
+        stored = await session.append_all(
+            [{"role": "user", "content": f"turn {i}"} for i in range(24)]
+        )
+        ids = [m.id for m in stored]
+        await session.checkout(ids[-5])
+        await session.append({"role": "user", "content": "a branch"})  # so ids[-5] branches
+        await session.checkout(ids[-1])
+        cut = 0
+        while (head := await session.head()) is not None and head.parent_id is not None:
+            if await session.branches(head.id):
+                call = session.checkout(head.parent_id, expected_head=head.id)
+            else:
+                call = session.delete_messages([head.id])
+            cut += await _cancelled(call, rng.choice([0, rng.uniform(0, 0.004)]))
+            now = await session.head()
+            assert now is not None, seed
+            assert now.id in (head.id, head.parent_id), (seed, head.id, now.id)
+            if now.id == head.id:  # cut before it took effect: the store refuses nothing
+                await session.checkout(head.parent_id, expected_head=head.id)
+            path = [m.id for m in await session.history()]
+            assert path == ids[: len(path)], seed  # an unbroken prefix of what was stored
+    assert cut or cancel_url.startswith("memory://"), f"no call was cut (seed {seed})"
+
+
+async def test_a_cancelled_pop_item_loses_no_other_item(cancel_url: str) -> None:
+    agents_sessions = pytest.importorskip("sessionary.integrations.openai_agents")
+    rng = random.Random(seed := random.randrange(1 << 32))
+    async with AsyncSessionManager(cancel_url) as manager:
+        session = agents_sessions.SessionarySession("popped", manager)
+        items: list[Any] = [{"role": "user", "content": f"item {i}"} for i in range(30)]
+        await session.add_items(items)
+        left = 30
+        while left:
+            await _cancelled(session.pop_item(), rng.uniform(0, 0.004))
+            now = await session.get_items()
+            assert len(now) in (left, left - 1), (seed, left, len(now))
+            assert now == items[: len(now)], seed  # only ever the newest item goes
+            left = len(now)
+            if rng.random() < 0.3 and left:
+                assert await session.pop_item() == items[left - 1], seed
+                left -= 1

@@ -310,6 +310,39 @@ def test_a_cancelled_caller_does_not_cut_its_write_short(
     gc.collect()
 
 
+def test_the_next_call_on_a_session_waits_for_a_write_given_up_in_flight(
+    postgres_url: str,
+) -> None:
+    # As above, the cancelled append waits on the row lock; the caller then reads its
+    # session. The read must not overtake the append it gave up on (it would show the
+    # message absent, then have it land): it starts once that append has ended.
+    import psycopg
+
+    base, _, schema = postgres_url.partition("?schema=")
+    chat = StoreChat(postgres_url)
+    asyncio.run(chat.start())
+    holder = psycopg.connect(base)
+    try:
+        holder.execute(f'SELECT 1 FROM "{schema}".sessions WHERE id = %s FOR UPDATE', ["chat"])
+
+        async def cancel_then_read() -> list[str]:
+            task = asyncio.create_task(chat.append("given up"))
+            await _blocked_behind(holder)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            read = asyncio.create_task(chat.texts())
+            await asyncio.sleep(0.05)  # the read is handed over while the lock is held
+            await asyncio.to_thread(holder.commit)
+            return await read
+
+        assert asyncio.run(cancel_then_read()) == ["given up"]
+    finally:
+        holder.close()
+        asyncio.run(chat.close())
+    gc.collect()
+
+
 async def _blocked_behind(holder: Any) -> None:
     """Poll until some backend waits on a lock `holder` holds."""
     pid = holder.info.backend_pid

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from sessionary.compaction.policy import CompactionPolicy
 from sessionary.compaction.summary import SummaryRequest
 from sessionary.server import create_app
+from sessionary.server.commands import create_key
 
 JSON = {"content-type": "application/json"}
 
@@ -242,3 +243,65 @@ async def test_405_keeps_its_allow_header(app: FastAPI) -> None:
         r = await c.put("/v1/sessions")
     assert r.status_code == 405 and r.json()["error"]["type"] == "MethodNotAllowed"
     assert "GET" in r.headers["allow"]  # Starlette names the first matching route's methods
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[" * 3000])
+async def test_a_caller_without_a_key_is_told_so_before_its_body_is_judged(
+    tmp_path: Path, body: bytes
+) -> None:
+    url = f"sqlite:///{tmp_path / 'keyed.db'}"
+    _, token = await asyncio.to_thread(create_key, url, "acme", "ada", "robustness")
+    made = create_app(url)
+    async with made.router.lifespan_context(made), _client(made) as c:
+        anonymous = await c.post("/v1/sessions", content=body, headers=JSON)
+        wrong = await c.post(
+            "/v1/sessions", content=body, headers={**JSON, "authorization": "Bearer nope"}
+        )
+        keyed = await c.post(
+            "/v1/sessions", content=body, headers={**JSON, "authorization": f"Bearer {token}"}
+        )
+    assert anonymous.status_code == 401 and anonymous.json()["error"]["type"] == "Unauthorized"
+    assert anonymous.headers["www-authenticate"] == "Bearer"
+    assert wrong.status_code == 401
+    assert keyed.status_code == 400 and keyed.json()["error"]["type"] == "MalformedJSON"
+
+
+async def test_head_answers_as_get_without_a_body_on_a_real_server(tmp_path: Path) -> None:
+    made = create_app(f"sqlite:///{tmp_path / 'a.db'}", auth=False)
+    async with uvicorn_serving(made) as base:
+        async with httpx.AsyncClient(base_url=base) as c:
+            created = await c.post("/v1/sessions", json={"id": "s"})
+            assert created.status_code == 201
+        port = int(base.rsplit(":", 1)[1])
+
+        def over_one_connection() -> list[tuple[str, int, dict[str, str], bytes]]:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            answers = []
+            try:
+                for method, path in [
+                    ("GET", "/healthz"),
+                    ("HEAD", "/healthz"),
+                    ("HEAD", "/v1/sessions/s"),
+                    ("HEAD", "/v1/sessions/s/events"),  # a stream: headers, then stopped
+                    ("HEAD", "/v1/sessions/nope"),
+                    ("HEAD", "/v1/sessions/s/compact"),  # POST only
+                    ("GET", "/v1/sessions/s"),
+                ]:
+                    conn.request(method, path)
+                    response = conn.getresponse()
+                    body = response.read()
+                    answers.append((method, response.status, dict(response.headers), body))
+                    assert not response.will_close, (method, path)
+                return answers
+            finally:
+                conn.close()
+
+        answers = await asyncio.to_thread(over_one_connection)
+    (_, _, got, got_body), *heads, (_, last, _, _) = answers
+    health, session, events, missing, post_only = heads
+    assert health[1] == 200 and health[3] == b""
+    assert health[2]["content-length"] == got["content-length"] == str(len(got_body))
+    assert session[1] == 200 and session[3] == b"" and int(session[2]["content-length"]) > 0
+    assert events[1] == 200 and events[2]["content-type"].startswith("text/event-stream")
+    assert missing[1] == 404 and post_only[1] == 405
+    assert last == 200  # the connection still serves after the stream was cut

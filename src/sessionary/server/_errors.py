@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -108,11 +109,32 @@ async def _on_problem(_request: Request, exc: Exception) -> JSONResponse:
     return _answer(exc.status, exc.type_name, exc.message, **headers)
 
 
-async def _on_validation(_request: Request, exc: Exception) -> JSONResponse:
+Authenticate = Callable[[Request], Awaitable[object]]
+"""Checks a request's credentials: raises `ServerProblem` (401, 403) for a caller refused."""
+
+
+async def _malformed(request: Request) -> JSONResponse:
+    """The answer to a body that is not JSON: the caller's credentials are checked first.
+
+    FastAPI parses a body before it runs a route's dependencies, so without this a caller
+    with no key would learn how the body was refused before being told to authenticate.
+    """
+    authenticate: Authenticate | None = getattr(request.app.state, "authenticate", None)
+    if authenticate is not None:
+        try:
+            await authenticate(request)
+        except ServerProblem as problem:
+            return await _on_problem(request, problem)
+        except errors.SessionaryError as exc:  # a malformed user header
+            return await _on_sessionary(request, exc)
+    return _answer(400, "MalformedJSON", "the request body is not valid JSON")
+
+
+async def _on_validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     problems = list(exc.errors())
     if any(problem.get("type") == "json_invalid" for problem in problems):
-        return _answer(400, "MalformedJSON", "the request body is not valid JSON")
+        return await _malformed(request)
     text = "; ".join(_describe(problem) for problem in problems[:10])
     return _answer(422, "InvalidRequest", text or "the request does not match the API")
 
@@ -126,10 +148,10 @@ _BODY_UNREADABLE = "There was an error parsing the body"
 """FastAPI's 400 for a body its JSON parser gave up on (bad UTF-8, nesting too deep)."""
 
 
-async def _on_http(_request: Request, exc: Exception) -> JSONResponse:
+async def _on_http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400 and exc.detail == _BODY_UNREADABLE:
-        return _answer(400, "MalformedJSON", "the request body is not valid JSON")
+        return await _malformed(request)
     type_name = _ROUTE_TYPES.get(exc.status_code, "HTTPError")
     detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
     return _answer(exc.status_code, type_name, detail, **(exc.headers or {}))
@@ -172,8 +194,15 @@ class CatchAll:
             )
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Make every error `app` raises answer with the JSON error body and its status."""
+def install_error_handlers(app: FastAPI, authenticate: Authenticate | None = None) -> None:
+    """Make every error `app` raises answer with the JSON error body and its status.
+
+    Args:
+        app: The app.
+        authenticate: Checks a caller's credentials before a malformed body is refused,
+            as the routes check them before a well-formed one is read (None: no check).
+    """
+    app.state.authenticate = authenticate
     app.add_exception_handler(errors.SessionaryError, _on_sessionary)
     app.add_exception_handler(ServerProblem, _on_problem)
     app.add_exception_handler(RequestValidationError, _on_validation)

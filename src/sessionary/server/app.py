@@ -35,8 +35,9 @@ from sessionary.crypto import Encryption
 from sessionary.manager import DEFAULT_URL
 from sessionary.records import Scope as StoreScope
 from sessionary.server import routes_memory, routes_sessions, stream
-from sessionary.server._context import ServerState
+from sessionary.server._context import ServerState, caller_scope
 from sessionary.server._errors import error_body, install_error_handlers
+from sessionary.server._head import HeadAsGet
 from sessionary.server._hosts import HostCheck
 from sessionary.server.keys import Keyring
 from sessionary.server.schemas import ErrorOut
@@ -212,7 +213,7 @@ def create_app(
         responses=_ERRORS,
     )
     app.state.sessionary = state
-    install_error_handlers(app)
+    install_error_handlers(app, caller_scope)
     for module in (routes_sessions, stream, routes_memory):
         app.include_router(module.router)
     _add_plain_routes(app, viewer)
@@ -227,6 +228,7 @@ def create_app(
         )
     if allowed_hosts is not None:
         app.add_middleware(HostCheck, names=allowed_hosts, origins=cors_origins)
+    app.add_middleware(HeadAsGet)
     return app
 
 

@@ -15,7 +15,13 @@ loop, and nothing is left on a loop that has gone.
 Cancellation: a caller whose task is cancelled gets `CancelledError` at once, but the
 call on the home loop runs on to its end (or its own timeout) and its result is dropped,
 so a write is whole or absent and no connection goes back to its pool mid-protocol. A
-call not yet started when its caller gave up is not started.
+call not yet started when its caller gave up is not started. Calls run side by side on
+the home loop, so a later call could overtake one given up on: a write cancelled in
+flight could land after the write its caller made next, or after the read that showed it
+absent. So a call on a session (a method whose arguments begin with a `Scope` and a
+session id) starts only once every call on that session given up on in flight has
+ended: when its caller's next call on the session runs, the cancelled one's effect is
+settled, there or not for good. Calls on other sessions wait for nothing.
 
 Closing: `close` (from any loop or thread, any number of times) refuses new calls with
 `Closed`, waits up to `CLOSE_WAIT` seconds for the calls in flight, closes the
@@ -43,6 +49,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 from sessionary.errors import Closed
+from sessionary.records import Scope
 from sessionary.stores._runner import settle
 
 __all__ = ["CLOSE_WAIT", "AsyncHomeLoop", "HomeLoop"]
@@ -81,6 +88,8 @@ class AsyncHomeLoop(Generic[R]):
         self._thread: threading.Thread | None = None
         self._calls: set[asyncio.Task[Any]] = set()
         """The calls running on the home loop (touched on the home thread only)."""
+        self._given_up: dict[object, set[asyncio.Future[Any]]] = {}
+        """Per session, the calls running whose callers gave up on them (home thread)."""
         self._closed: concurrent.futures.Future[BaseException | None] | None = None
         """Set when closing begins; resolved, with the resident's close error if any,
         once the thread has stopped."""
@@ -99,14 +108,23 @@ class AsyncHomeLoop(Generic[R]):
         """Return a coroutine function that runs the resident's method `name` at home."""
 
         async def call(*args: Any) -> Any:
-            return await self._submit(name, args)
+            return await self.run(name, *args)
 
         call.__name__ = call.__qualname__ = name
         return call
 
     async def run(self, name: str, *args: Any) -> Any:
         """Run the resident's method `name` at home; return what it returns."""
-        return await self._submit(name, args)
+        if not self._own:
+            return await self._inline(name, args)
+        future, call = self._submit(name, args)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if not call.take() and call.key is not None:  # running: later calls wait
+                with contextlib.suppress(RuntimeError):  # a closed loop has no calls
+                    call.loop.call_soon_threadsafe(self._abandon, call)
+            raise
 
     def attribute(self, name: str) -> Any:
         """The resident's attribute `name`; a coroutine method is bound to run at home."""
@@ -118,16 +136,15 @@ class AsyncHomeLoop(Generic[R]):
         if self._own:
             weakref.finalize(owner, self.stop, 0.0).atexit = False
 
-    def _submit(self, name: str, args: tuple[Any, ...]) -> Awaitable[Any]:
-        """Hand a call to the home loop; return what the caller awaits.
+    def _inline(self, name: str, args: tuple[Any, ...]) -> Awaitable[Any]:
+        """The resident's call, on the caller's loop (a resident whose loop it manages)."""
+        if self._closed is not None:
+            raise _closed_error()
+        coroutine: Awaitable[Any] = getattr(self.resident, name)(*args)
+        return coroutine
 
-        A plain function, not a coroutine: the bound call awaits the future itself.
-        """
-        if not self._own:
-            if self._closed is not None:
-                raise _closed_error()
-            coroutine: Awaitable[Any] = getattr(self.resident, name)(*args)
-            return coroutine
+    def _submit(self, name: str, args: tuple[Any, ...]) -> tuple[asyncio.Future[Any], _Call]:
+        """Hand a call to the home loop; return the future of its outcome, and the call."""
         caller = asyncio.get_running_loop()
         future = caller.create_future()
         # Under the guard, so that no call is handed over after close's own callback.
@@ -135,8 +152,9 @@ class AsyncHomeLoop(Generic[R]):
             if self._closed is not None:
                 raise _closed_error()
             loop = self._loop if self._loop is not None else self._start()
-            loop.call_soon_threadsafe(self._begin, name, args, caller, future)
-        return future
+            call = _Call(loop, _session_of(args))
+            loop.call_soon_threadsafe(self._begin, name, args, caller, future, call)
+        return future, call
 
     def _start(self) -> asyncio.AbstractEventLoop:
         """Start the home loop (under the guard); after a fork, with a fresh resident."""
@@ -159,17 +177,39 @@ class AsyncHomeLoop(Generic[R]):
         args: tuple[Any, ...],
         caller: asyncio.AbstractEventLoop,
         future: asyncio.Future[Any],
+        call: _Call,
     ) -> None:
-        """On the home loop: start a call, unless its caller has already given up."""
-        if future.cancelled():
+        """On the home loop: start a call, unless its caller has already given up.
+
+        A call on a session that a given-up call is still running on starts after it.
+        """
+        if not call.take():
             return
         try:
-            task = asyncio.ensure_future(getattr(self.resident, name)(*args))
+            work = getattr(self.resident, name)(*args)
+            ahead = self._given_up.get(call.key) if call.key is not None else None
+            task = asyncio.ensure_future(_after(set(ahead), work) if ahead else work)
         except BaseException as exc:  # handed to the caller, which re-raises it
             _answer(caller, future, None, exc)
             return
+        call.task = task
         self._calls.add(task)
         task.add_done_callback(functools.partial(self._end, caller, future))
+
+    def _abandon(self, call: _Call) -> None:
+        """On the home loop: a call's caller gave up on it while it ran; order later ones."""
+        task, key = call.task, call.key
+        if task is None or task.done() or key is None:
+            return
+        ahead = self._given_up.setdefault(key, set())
+        ahead.add(task)
+
+        def ended(_task: object) -> None:
+            ahead.discard(task)
+            if not ahead and self._given_up.get(key) is ahead:
+                del self._given_up[key]
+
+        task.add_done_callback(ended)
 
     def _end(
         self, caller: asyncio.AbstractEventLoop, future: asyncio.Future[Any], task: Any
@@ -278,6 +318,48 @@ def _spawn(loop: asyncio.AbstractEventLoop, work: Callable[[], Coroutine[Any, An
 
 _keep: set[asyncio.Task[None]] = set()
 """Close tasks in progress (the loop keeps only weak references to its tasks)."""
+
+
+class _Call:
+    """A call handed to the home loop: whoever takes its start token first decides.
+
+    The home loop takes it to start the call; a caller cancelled before that, to drop it.
+    """
+
+    __slots__ = ("_token", "key", "loop", "task")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, key: object) -> None:
+        self._token = [True]
+        self.loop = loop
+        self.key = key
+        """The session the call is on, or None."""
+        self.task: asyncio.Future[Any] | None = None
+        """The running call (set on the home thread)."""
+
+    def take(self) -> bool:
+        """Take the start token; False if it was taken already (atomic: `list.pop`)."""
+        try:
+            return self._token.pop()
+        except IndexError:
+            return False
+
+
+def _session_of(args: tuple[Any, ...]) -> object:
+    """The session a store call is on (its first two arguments), or None."""
+    if len(args) >= 2 and isinstance(args[0], Scope) and isinstance(args[1], str):
+        return (args[0], args[1])
+    return None
+
+
+async def _after(ahead: set[asyncio.Future[Any]], work: Awaitable[R]) -> R:
+    """Await `work` once every call in `ahead` (not empty) has ended."""
+    try:
+        await asyncio.wait(ahead)
+    except BaseException:  # cancelled by `close` while waiting: `work` never starts
+        if inspect.iscoroutine(work):
+            work.close()
+        raise
+    return await work
 
 
 def _answer(

@@ -38,9 +38,10 @@ class AsyncRunner:
 
     So a blocking engine may also pass its `lock` (the one every engine call holds): a
     call bound with a `quick` predicate that holds for its arguments (a read of a few
-    rows, say) runs inline when that lock is free at once. It never waits for the lock,
-    so the event loop never waits for a write, a sync or another process's lock; when
-    the engine is busy the call takes the queue like any other.
+    rows, say) runs inline when that lock is free at once and no job is queued or running
+    (so it never overtakes a call queued before it, one whose caller gave up included). It
+    never waits for the lock, so the event loop never waits for a write, a sync or another
+    process's lock; when the engine is busy the call takes the queue like any other.
 
     Like a store on a loop of its own, a call whose caller is cancelled still runs to its
     end on the worker, and its result is dropped. After `close` (idempotent) every call
@@ -102,7 +103,17 @@ class AsyncRunner:
         else:
 
             async def call(*args: Any) -> T:
-                if not self.closed and quick(*args) and lock.acquire(blocking=False):
+                # Only with no job queued or running: one its caller gave up on may
+                # still be, and a read must not overtake it (it would see it absent,
+                # then have it land).
+                jobs = self._queue  # (replaced in a forked child)
+                if (
+                    not self.closed
+                    and jobs is not None
+                    and jobs.idle
+                    and quick(*args)
+                    and lock.acquire(blocking=False)
+                ):
                     try:
                         return fn(*args)
                     finally:
@@ -225,14 +236,25 @@ class _Jobs:
     returns 25-30 µs sooner.
     """
 
-    __slots__ = ("_bell", "_jobs")
+    __slots__ = ("_bell", "_jobs", "done", "queued")
 
     def __init__(self) -> None:
         self._jobs: collections.deque[_Job | None] = collections.deque()
         self._bell = _Bell(blocking=True)
+        self.queued = 0
+        """Jobs ever queued (counted under the runner's guard, one thread at a time)."""
+        self.done = 0
+        """Jobs ever finished (counted by the worker alone)."""
+
+    @property
+    def idle(self) -> bool:
+        """Whether every job queued has finished: none is waiting or running."""
+        return self.done == self.queued
 
     def put(self, job: _Job | None) -> None:
-        """On any thread: queue `job` and wake the worker."""
+        """On any thread, under the runner's guard: queue `job` and wake the worker."""
+        if job is not None:
+            self.queued += 1
         self._jobs.append(job)
         self._bell.ring()
 
@@ -393,6 +415,7 @@ def _work(jobs: _Jobs, guard: threading.Lock) -> None:
     """
     while (job := jobs.get()) is not None:
         _run(*job)
+        jobs.done += 1
         job = None  # not kept alive while waiting
     # The stop is queued under the guard: once it is free, the stop's ring has returned,
     # and nothing rings the bell again (the runner is closed), so its file can go.

@@ -180,13 +180,22 @@ def test_stored_escapes_never_reach_the_terminal(
         assert "␛" in out  # shown, not dropped: the reader sees something was there
 
 
-def test_json_output_keeps_the_stored_text(
-    capsys: pytest.CaptureFixture[str], evil: tuple[str, str]
+@pytest.mark.parametrize("command", [["show", "{id}", "--json"], ["export", "{id}"]])
+def test_json_output_keeps_the_stored_text_escaped(
+    capsys: pytest.CaptureFixture[str], evil: tuple[str, str], command: list[str]
 ) -> None:
+    # JSON escapes only C0 controls: C1 controls (0x9b is a CSI of its own), DEL and
+    # the bidi overrides would reach a terminal raw. They are written as \u escapes,
+    # which parse back to the same text.
     url, session_id = evil
-    code, out, _ = run(capsys, "--db", url, "show", session_id, "--json")
+    code, out, _ = run(capsys, "--db", url, *(word.format(id=session_id) for word in command))
     assert code == 0
-    assert json.loads(out)["session"]["name"] == ESCAPES
+    assert not STEERING & set(out), repr(out)
+    if command[0] == "show":
+        assert json.loads(out)["session"]["name"] == ESCAPES
+    else:
+        records = [json.loads(line) for line in out.splitlines()]
+        assert records[0]["session"]["name"] == ESCAPES
 
 
 def test_an_error_quoting_a_stored_name_shows_its_escapes(

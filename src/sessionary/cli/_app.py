@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import pydoc
 import shlex
@@ -29,7 +28,7 @@ from sessionary import __version__
 from sessionary._sync.manager import SessionManager
 from sessionary._sync.stores.adapter import wrap_engine
 from sessionary._sync.stores.base import Store
-from sessionary.cli._views import PrintableOnly, printable
+from sessionary.cli._views import PrintableOnly, json_safe, printable
 from sessionary.crypto import Encryption, Keyring
 from sessionary.errors import MessageNotFound, SessionaryError, SessionNotFound
 from sessionary.ids import check_id
@@ -287,8 +286,8 @@ class Env:
         self.err.file.write(printable(text, lines=True) + "\n")
 
     def echo_json(self, value: Any) -> None:
-        """Print a JSON value, indented (JSON escapes the control characters itself)."""
-        self.out.file.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+        """Print a JSON value, indented, every control character escaped (`json_safe`)."""
+        self.out.file.write(json_safe(value, indent=2, default=str) + "\n")
 
 
 def open_existing(url: str) -> Store | None:

@@ -77,6 +77,18 @@ def _stand_ins(keep: str) -> dict[int, str]:
 
 _ONE_LINE = _stand_ins("")
 _LINES = _stand_ins("\n\t")
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _ONE_LINE if code >= 0x7F}
+"""What JSON leaves raw that could steer a terminal (DEL, C1, bidi), as JSON escapes."""
+
+
+def json_safe(value: Any, **options: Any) -> str:
+    r"""`value` as JSON text (`json.dumps` with `options`) that cannot steer a terminal.
+
+    JSON escapes the C0 controls but writes DEL, the C1 controls and the bidirectional
+    overrides raw; they are written as `\uXXXX` escapes, which parse back to the same
+    text. (They can only stand inside strings, where the escape means the character.)
+    """
+    return json.dumps(value, ensure_ascii=False, **options).translate(_JSON_ESCAPES)
 
 
 def printable(text: str, *, lines: bool = False) -> str:

@@ -32,7 +32,7 @@ from sessionary.cli._app import (
 )
 from sessionary.cli._progress import Reporter
 from sessionary.cli._read import Since, selected_sessions
-from sessionary.cli._views import plural, render_hit, session_table, unique_prefixes
+from sessionary.cli._views import json_safe, plural, render_hit, session_table, unique_prefixes
 from sessionary.errors import AlreadyExists, SessionaryError, SessionNotFound
 from sessionary.migrate import MigrationProgress, MigrationResult, migrate, verify
 from sessionary.records import SessionFilter, SessionInfo, load_json
@@ -48,7 +48,7 @@ __all__ = ["RecordReader"]
 def _write_records(stream: TextIO, records: Iterable[dict[str, Any]]) -> tuple[int, int]:
     sessions = messages = 0
     for record in records:
-        stream.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        stream.write(json_safe(record, separators=(",", ":")) + "\n")
         sessions += record.get("type") == "session"
         messages += record.get("type") == "message"
     return sessions, messages

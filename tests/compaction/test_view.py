@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from sessionary import CompactionPolicy, Eviction, Message, ToolCallPart
 from sessionary.compaction.policy import DEFAULT_EVICTION_EXCLUDE
 from sessionary.compaction.summary import result_text
-from sessionary.compaction.view import EVICTED_KEY, clip_arguments, context_view, evict_result
+from sessionary.compaction.view import (
+    CLIPPED_KEY,
+    EVICTED_KEY,
+    clip_arguments,
+    context_view,
+    evict_result,
+)
 from sessionary.errors import InvalidInput
+from sessionary.formats.anthropic import to_anthropic
 from sessionary.model import ToolResultPart
 
 BIG = "x" * 500
@@ -57,7 +66,17 @@ def test_the_truncation_marker_is_configurable() -> None:
     assert seed_style["body"] == "y" * 25 + "... [truncated] ..."
     many = ToolCallPart(id="c2", name="f", arguments={str(i): i for i in range(40)})
     whole = clip_arguments(many, 32, " <cut {omitted}>").arguments
-    assert isinstance(whole, str) and whole.endswith(" <cut 269>") and whole.startswith('{"0"')
+    assert isinstance(whole, dict) and list(whole) == [CLIPPED_KEY]  # still an object
+    text = whole[CLIPPED_KEY]
+    assert text.endswith(" <cut 269>") and text.startswith('{"0"')
+    # Anthropic takes tool input only as an object: it gets the clipped text, no loss.
+    sent = to_anthropic(
+        [Message.user("go"), Message.assistant(tool_calls=[replace(many, arguments=whole)])]
+    )
+    assert sent.lossless, sent.dropped
+    assert sent.value.messages[1]["content"][0]["input"] == whole
+    listed = ToolCallPart(id="c3", name="f", arguments=[str(i) for i in range(40)])
+    assert isinstance(clip_arguments(listed, 32).arguments, str)  # not an object: as before
     policy = CompactionPolicy(max_argument_chars=100, truncation_marker="[+{omitted}]")
     shown = context_view(
         [Message.assistant(tool_calls=[call])],

@@ -17,7 +17,17 @@ from sessionary.errors import InvalidInput
 from sessionary.model import Message, Part, ToolCallPart, ToolResultPart
 from sessionary.tokens import json_text
 
-__all__ = ["EVICTED_KEY", "clip_arguments", "context_view", "evict_result", "read_range"]
+__all__ = [
+    "CLIPPED_KEY",
+    "EVICTED_KEY",
+    "clip_arguments",
+    "context_view",
+    "evict_result",
+    "read_range",
+]
+
+CLIPPED_KEY = "clipped_arguments"
+"""The key of the object that holds a tool call's arguments clipped as JSON text."""
 
 
 def evict_result(part: ToolResultPart, message_id: str, eviction: Eviction) -> ToolResultPart:
@@ -71,7 +81,9 @@ def clip_arguments(
     Each string longer than a quarter of `max_chars` is cut to that length and ends with
     `marker` (``{omitted}`` in it becomes the number of characters cut); keys, numbers
     and structure stay. Arguments still too long (many short strings) are shown as their
-    clipped JSON text.
+    clipped JSON text: under `CLIPPED_KEY` in an object if they were an object, as
+    providers that take tool input as an object (Anthropic, Gemini) would otherwise get
+    none of it.
     """
     text = json_text(part.arguments)
     if len(text) <= max_chars:
@@ -79,6 +91,8 @@ def clip_arguments(
     clipped = _clip_value(part.arguments, max(8, max_chars // 4), marker)
     if len(json_text(clipped)) > max_chars:
         clipped = _clip(text, max_chars, marker)
+        if isinstance(part.arguments, dict):
+            clipped = {CLIPPED_KEY: clipped}
     return replace(part, arguments=clipped)
 
 

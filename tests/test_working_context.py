@@ -154,3 +154,28 @@ def test_what_is_not_a_list_is_a_typed_error(build: Any, error: type[Exception])
     # and failed only when the request was built.
     with pytest.raises(error):
         build()
+
+
+@pytest.mark.parametrize("format", ["anthropic", "gemini"])
+def test_a_request_that_would_open_with_the_models_turn_opens_with_a_user_turn(
+    format: str,
+) -> None:
+    # A compacted context whose summary is a system message, or a history cut after a
+    # user message, opens with the model's turn, which Anthropic and Gemini refuse.
+    from sessionary.requests import OPENING_TEXT, build_request
+
+    history = [
+        Message.system("Summary: the user asked for a plan."),
+        Message.assistant("Here is the plan."),
+        Message.user("Go on."),
+    ]
+    out, dropped = build_request(format, "Be brief.", history)  # type: ignore[arg-type]
+    turns = out["messages"] if format == "anthropic" else out["contents"]
+    assert [turn["role"] for turn in turns][:2] == (
+        ["user", "assistant"] if format == "anthropic" else ["user", "model"]
+    )
+    first = turns[0]["content"] if format == "anthropic" else turns[0]["parts"][0]["text"]
+    assert first == OPENING_TEXT
+    assert any(OPENING_TEXT in loss.what for loss in dropped)
+    opened = build_request(format, "", [Message.user("hi"), Message.assistant("yo")])  # type: ignore[arg-type]
+    assert not opened[1]  # a conversation opening with the user's turn is unchanged

@@ -16,7 +16,10 @@ arguments of a provider SDK call, minus the model name:
   of Cloudflare Workers AI, or the body of its REST API's `/ai/run/MODEL`.
 
 Keys with nothing to send are left out. System text the history itself carries (a system
-message) follows the session's prompt.
+message) follows the session's prompt. Anthropic and Gemini refuse a conversation that
+opens with the model's turn (a history cut after a user message, or a compacted context
+whose summary is a system message): such a request gets a short user turn first,
+`OPENING_TEXT`, and says so among what was dropped.
 """
 
 from __future__ import annotations
@@ -34,9 +37,12 @@ from sessionary.formats.workers_ai import to_workers_ai
 from sessionary.model import Message
 from sessionary.toolspec import TOOL_FORMATS, ToolFormat, ToolSpec, check_format, export_tools
 
-__all__ = ["REQUEST_FORMATS", "build_request"]
+__all__ = ["OPENING_TEXT", "REQUEST_FORMATS", "build_request"]
 
 REQUEST_FORMATS: tuple[str, ...] = TOOL_FORMATS
+
+OPENING_TEXT = "(The conversation continues from here.)"
+"""The user turn put first where a provider refuses to open with the model's turn."""
 
 Request = tuple[dict[str, Any], Sequence[Loss]]
 
@@ -64,8 +70,20 @@ def _openai_responses(system: str, messages: Sequence[Message]) -> Request:
     return out, dropped
 
 
+def _user_first(
+    turns: list[dict[str, Any]], model: str, opening: dict[str, Any], dropped: tuple[Loss, ...]
+) -> tuple[Loss, ...]:
+    """Put `opening` first if the first turn is the `model` role's; say so if it was."""
+    if not turns or turns[0]["role"] != model:
+        return dropped
+    turns.insert(0, opening)
+    added = Loss("messages[0]", f"the request opened with the model's turn: {OPENING_TEXT!r} added")
+    return (*dropped, added)
+
+
 def _anthropic(system: str, messages: Sequence[Message]) -> Request:
     (theirs, wire), dropped = to_anthropic(messages)
+    dropped = _user_first(wire, "assistant", {"role": "user", "content": OPENING_TEXT}, dropped)
     out: dict[str, Any] = {"messages": wire}
     joined = _join_system(system, theirs)
     if joined:
@@ -75,6 +93,8 @@ def _anthropic(system: str, messages: Sequence[Message]) -> Request:
 
 def _gemini(system: str, messages: Sequence[Message]) -> Request:
     (theirs, contents), dropped = to_gemini(messages)
+    opening = {"role": "user", "parts": [{"text": OPENING_TEXT}]}
+    dropped = _user_first(contents, "model", opening, dropped)
     parts = ([{"text": system}] if system else []) + list((theirs or {}).get("parts", []))
     out: dict[str, Any] = {"contents": contents, "config": {}}
     if parts:
